@@ -1,0 +1,1 @@
+"""Experiment runner for keras-attn-rnn: `python -m experiments`."""

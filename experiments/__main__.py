@@ -1,0 +1,8 @@
+"""Entry point for `python -m experiments`."""
+
+import sys
+
+from experiments.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Typed experiment configuration: YAML in, validated pydantic models out.
+
+A config has five sections: `task`, `model`, `train`, `tracking` and
+`generate`. Every section forbids unknown keys. `--set a.b=value` overrides
+are parsed with `yaml.safe_load` and validated with the rest, so a bad value
+is rejected before any run, file or folder is created.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+SCORES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
+
+
+class ConfigError(Exception):
+    """A config, an override or a task's data is invalid; the CLI exits 2."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --- task -----------------------------------------------------------------
+
+
+class _TaskBase(_Section):
+    seed: int = 0
+    val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
+    test_fraction: float = Field(0.1, ge=0.0, lt=0.5)
+    num_probes: int = Field(4, ge=1, le=32)
+
+    @model_validator(mode="after")
+    def _length_range(self) -> _TaskBase:
+        low, high = getattr(self, "min_length", None), getattr(self, "max_length", None)
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"task.min_length <= task.max_length, got {low} > {high}")
+        return self
+
+
+class NeedleTask(_TaskBase):
+    """Random token sequences; one marked token carries the label."""
+
+    name: Literal["needle"]
+    num_examples: int = Field(4000, ge=16)
+    num_classes: int = Field(4, ge=2, le=64)
+    num_fillers: int = Field(40, ge=2)
+    min_length: int = Field(10, ge=2)
+    max_length: int = Field(30, ge=2)
+
+
+class TextClsTask(_TaskBase):
+    """A CSV/JSONL file of `text,label` rows, or IMDB via `keras.datasets`."""
+
+    name: Literal["textcls"]
+    path: str | None = None
+    source: Literal["file", "imdb"] = "file"
+    text_field: str = "text"
+    label_field: str = "label"
+    max_vocab: int = Field(20000, ge=10)
+    max_length: int = Field(200, ge=2)
+    lowercase: bool = True
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not Path(value).is_file():
+            raise ValueError(f"an existing .csv or .jsonl file; no such file: {value}")
+        if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
+            raise ValueError("a file ending in .csv or .jsonl")
+        return str(Path(value).resolve())
+
+    @model_validator(mode="after")
+    def _needs_path(self) -> TextClsTask:
+        if self.source == "file" and self.path is None:
+            raise ValueError("a task.path to a .csv or .jsonl file when task.source is 'file'")
+        return self
+
+
+class ReverseTask(_TaskBase):
+    """Reverse a random string; ground-truth alignment is `S-1-t`."""
+
+    name: Literal["reverse"]
+    num_examples: int = Field(6000, ge=16)
+    alphabet_size: int = Field(12, ge=2, le=26)
+    min_length: int = Field(4, ge=1)
+    max_length: int = Field(10, ge=1)
+
+
+class DatesTask(_TaskBase):
+    """Human-written dates in many formats, mapped to ISO 8601."""
+
+    name: Literal["dates"]
+    num_examples: int = Field(10000, ge=16)
+    min_year: int = Field(1950, ge=1)
+    max_year: int = Field(2050, le=9999)
+
+
+class AdditionTask(_TaskBase):
+    """`"535+61" -> "596"`, as in the keras.io addition example."""
+
+    name: Literal["addition"]
+    num_examples: int = Field(50000, ge=16)
+    digits: int = Field(3, ge=1, le=6)
+    reverse_input: bool = True
+
+
+class CharLMTask(_TaskBase):
+    """Character language model over a text file (default: `pydoc_data.topics`)."""
+
+    name: Literal["charlm"]
+    path: str | None = None
+    max_chars: int = Field(200000, ge=100)
+    seq_length: int = Field(64, ge=4)
+    stride: int | None = Field(None, ge=1)
+    max_vocab: int = Field(96, ge=4)
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f"an existing text file; no such file: {value}")
+        return None if value is None else str(Path(value).resolve())
+
+
+TaskConfig = Annotated[
+    NeedleTask | TextClsTask | ReverseTask | DatesTask | AdditionTask | CharLMTask,
+    Field(discriminator="name"),
+]
+
+
+# --- model, train, tracking, generate ---------------------------------------
+
+
+class AttentionConfig(_Section):
+    score: Literal["dot", "scaled_dot", "general", "additive", "tanh_dot"] | None = None
+    units: int | None = Field(None, ge=1)
+    query: Literal["learned", "fixed"] = "learned"
+    window: int | None = Field(None, ge=1)
+
+
+class ModelConfig(_Section):
+    embedding_dim: int = Field(64, ge=1)
+    units: int = Field(64, ge=1)
+    rnn: Literal["lstm", "gru"] = "lstm"
+    bidirectional: bool | None = None
+    num_layers: int = Field(1, ge=1, le=8)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    decoder: Literal["bahdanau", "luong"] = "bahdanau"
+    attention: AttentionConfig = Field(default_factory=AttentionConfig)
+    attention_layer_size: int | None = Field(None, ge=1)
+
+
+class EarlyStoppingConfig(_Section):
+    monitor: str = "val_loss"
+    patience: int = Field(3, ge=0)
+    mode: Literal["auto", "min", "max"] = "auto"
+    min_delta: float = Field(0.0, ge=0.0)
+
+
+class TrainConfig(_Section):
+    epochs: int = Field(10, ge=1)
+    batch_size: int = Field(64, ge=1)
+    learning_rate: float = Field(1e-3, gt=0.0)
+    optimizer: Literal["adam", "adamw", "rmsprop", "sgd"] = "adam"
+    clipnorm: float | None = Field(1.0, gt=0.0)
+    seed: int = 0
+    mixed_precision: bool = False
+    jit_compile: bool = False
+    distribute: Literal["none", "mirrored", "multi_worker"] = "none"
+    early_stopping: EarlyStoppingConfig | None = None
+    eval_examples: int = Field(512, ge=1)
+    checkpoint_dir: str | None = None
+    verbose: Literal[0, 1, 2] = 2
+
+
+class TrackingConfig(_Section):
+    experiment: str = Field("keras-attn-rnn", min_length=1)
+    run_name: str | None = None
+    heatmap_every: int = Field(1, ge=1)
+    num_samples: int = Field(8, ge=0, le=256)
+    log_model: bool = True
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class GenerateConfig(_Section):
+    strategy: Literal["greedy", "sample", "top_k", "top_p", "beam"] = "greedy"
+    max_length: int | None = Field(None, ge=1)
+    temperature: float = Field(1.0, gt=0.0)
+    k: int | None = Field(None, ge=1)
+    p: float | None = Field(None, gt=0.0, le=1.0)
+    beam_width: int = Field(4, ge=1)
+    length_penalty: float = 0.0
+    prompts: list[str] = Field(default_factory=list)
+    seed: int | None = 0
+
+
+class ExperimentConfig(_Section):
+    task: TaskConfig
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    generate: GenerateConfig = Field(default_factory=GenerateConfig)
+
+
+# --- loading ----------------------------------------------------------------
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Split `a.b=value` into (["a", "b"], yaml.safe_load("value"))."""
+    key, sep, raw = text.partition("=")
+    parts = key.strip().split(".")
+    if not sep or not all(p.strip() for p in parts):
+        raise ConfigError(
+            f"--set {text!r}: expected the form key.path=value (for example train.epochs=3)"
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--set {key}: cannot parse value {raw!r} as YAML ({err})") from None
+    return [p.strip() for p in parts], value
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Return a copy of `data` with every `key.path=value` override applied."""
+    data = _deep_copy(data)
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                path = ".".join(parts[: depth + 1])
+                raise ConfigError(f"--set {text!r}: {path} is {child!r}, not a section")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_deep_copy(v) for v in data]
+    return data
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    """Safe-load a YAML mapping, raising ConfigError with the file name on failure."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML ({err})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def validate(data: dict) -> ExperimentConfig:
+    """Validate a config mapping, raising ConfigError with key path, value and expectation."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_errors(err, data)) from None
+
+
+def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read, override and validate one experiment config."""
+    return validate(apply_overrides(read_yaml(path), overrides or []))
+
+
+def format_errors(err: ValidationError, data: dict) -> str:
+    """One line per problem: `key.path: got VALUE; expected WHAT`."""
+    lines = ["invalid config:"]
+    for item in err.errors():
+        loc = [str(p) for p in item["loc"]]
+        task_name = data.get("task", {}).get("name") if isinstance(data.get("task"), dict) else None
+        if len(loc) > 1 and loc[0] == "task" and loc[1] == task_name:
+            loc.pop(1)  # drop the discriminator tag pydantic inserts
+        key = ".".join(loc) or "<root>"
+        if item["type"] == "extra_forbidden":
+            expected = "no such key (unknown keys are not allowed)"
+        elif item["type"] == "missing":
+            expected = "this key is required"
+        else:
+            expected = item["msg"].removeprefix("Value error, ")
+        got = "(missing)" if item["type"] == "missing" else repr(item.get("input"))
+        if item["type"] == "union_tag_invalid":
+            key, got = "task.name", repr(item["ctx"]["tag"])
+            expected = "one of " + item["ctx"]["expected_tags"]
+        lines.append(f"  {key}: got {got}; expected {expected}")
+    return "\n".join(lines)
+
+
+def to_dict(cfg: ExperimentConfig) -> dict:
+    """The resolved config as plain YAML-safe data."""
+    return cfg.model_dump(mode="json")
+
+
+def to_yaml(cfg: ExperimentConfig) -> str:
+    """The resolved config as YAML text."""
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested mappings to dotted keys (`model.attention.score`)."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,62 @@
+"""`charlm`: a character language model over any text file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from experiments.tasks.base import Split, Task, Vocab
+
+
+def default_corpus() -> str:
+    """CPython's `pydoc_data.topics` help texts, always available offline."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key] for key in sorted(topics))
+
+
+def build(cfg) -> Task:
+    """Windows of `seq_length + 1` characters; the model predicts each next one.
+
+    The text is split by position (train, then val, then test) so that
+    neighbouring windows never straddle splits.
+    """
+    text = Path(cfg.path).read_text(encoding="utf-8") if cfg.path else default_corpus()
+    text = text[: cfg.max_chars]
+    counts = Counter(text)
+    chars = [c for c, _ in counts.most_common(cfg.max_vocab - 4)]
+    vocab = Vocab(sorted(chars))
+    ids = np.array(vocab.encode(text), dtype="int32")
+    n_val = int(len(ids) * cfg.val_fraction)
+    n_test = int(len(ids) * cfg.test_fraction)
+    n_train = len(ids) - n_val - n_test
+    parts = {
+        "train": ids[:n_train],
+        "val": ids[n_train : n_train + n_val],
+        "test": ids[n_train + n_val :] if n_test else ids[n_train : n_train + n_val],
+    }
+    stride = cfg.stride or cfg.seq_length
+    splits = {name: _windows(part, cfg.seq_length, stride) for name, part in parts.items()}
+    probes = splits["test"].take(slice(0, cfg.num_probes))
+    rng = np.random.default_rng(cfg.seed)
+    starts = rng.integers(0, max(1, n_train - 32), size=cfg.num_probes)
+    prompts = [text[s : s + 16] for s in starts]
+    return Task(
+        "charlm", "lm", vocab, splits["train"], splits["val"], splits["test"], probes, prompts=prompts
+    )
+
+
+def _windows(ids: np.ndarray, length: int, stride: int) -> Split:
+    """Inputs `ids[s:s+length]` and targets shifted by one, for every stride."""
+    starts = range(0, max(1, len(ids) - length), stride)
+    x = np.stack([_fit(ids[s : s + length], length) for s in starts])
+    y = np.stack([_fit(ids[s + 1 : s + length + 1], length) for s in starts])
+    return Split(x, y)
+
+
+def _fit(row: np.ndarray, length: int) -> np.ndarray:
+    out = np.zeros(length, dtype="int32")
+    out[: len(row)] = row
+    return out

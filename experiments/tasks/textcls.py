@@ -1,0 +1,86 @@
+"""`textcls`: text classification from a CSV/JSONL file, or IMDB when online."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from experiments.config import ConfigError
+from experiments.tasks.base import SPECIALS, Split, Task, Vocab, make_splits, pad
+
+
+def tokenize(text: str, lowercase: bool = True) -> list[str]:
+    """Words and single punctuation marks."""
+    return re.findall(r"\w+|[^\w\s]", text.lower() if lowercase else text)
+
+
+def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
+    """(text, label) pairs from a CSV file with a header row, or a JSONL file."""
+    rows = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        if Path(path).suffix.lower() == ".csv":
+            records = csv.DictReader(handle)
+        else:
+            records = (json.loads(line) for line in handle if line.strip())
+        for number, record in enumerate(records, start=1):
+            if text_field not in record or label_field not in record:
+                raise ConfigError(
+                    f"task.path: row {number} of {path} lacks the field "
+                    f"{text_field!r} or {label_field!r} (set task.text_field / task.label_field)"
+                )
+            rows.append((str(record[text_field]), str(record[label_field])))
+    if len(rows) < 4:
+        raise ConfigError(f"task.path: {path} holds {len(rows)} rows; expected at least 4")
+    return rows
+
+
+def build(cfg) -> Task:
+    """Tokenize, build the vocabulary on the training rows, encode and split."""
+    if cfg.source == "imdb":
+        return _imdb(cfg)
+    rows = read_rows(cfg.path, cfg.text_field, cfg.label_field)
+    class_names = sorted({label for _, label in rows})
+    labels = np.array([class_names.index(label) for _, label in rows], dtype="int32")
+    tokens = [tokenize(text, cfg.lowercase)[: cfg.max_length] for text, _ in rows]
+    rng = np.random.default_rng(cfg.seed)
+    order = np.arange(len(rows))
+    placeholder = Split(order[:, None], labels)
+    train, val, test, probes = make_splits(placeholder, cfg, rng)
+    counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
+    vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
+    x = pad([vocab.encode(t) or [3] for t in tokens], cfg.max_length)
+    encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
+    return Task("textcls", "classification", vocab, *encoded, class_names=class_names)
+
+
+def _imdb(cfg) -> Task:
+    """IMDB reviews through `keras.datasets` (needs the network on first use)."""
+    import keras
+
+    try:
+        (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data(
+            num_words=cfg.max_vocab, start_char=None, oov_char=3, index_from=3
+        )
+    except Exception as err:  # noqa: BLE001 - any download failure means offline
+        raise ConfigError(
+            "task.source: 'imdb' needs network access to download the IMDB dataset "
+            f"({type(err).__name__}: {err}). Offline, set task.source=file and task.path "
+            "to a local .csv or .jsonl file with text,label fields."
+        ) from None
+    try:
+        index = keras.datasets.imdb.get_word_index()
+        words = {i + 3: w for w, i in index.items() if i + 3 < cfg.max_vocab}
+    except Exception:  # noqa: BLE001 - names are cosmetic
+        words = {}
+    vocab = Vocab([words.get(i, f"w{i}") for i in range(4, cfg.max_vocab)], joiner=" ")
+    x = pad(list(x_train) + list(x_test), cfg.max_length)
+    y = np.concatenate([y_train, y_test]).astype("int32")
+    data = Split(x, y)
+    rng = np.random.default_rng(cfg.seed)
+    train, val, test, probes = make_splits(data, cfg, rng)
+    return Task("textcls", "classification", vocab, train, val, test, probes, ["neg", "pos"])

@@ -1,0 +1,8 @@
+"""Attention-based RNN layers for Keras 3."""
+
+from keras_attn_rnn import masking, scores
+from keras_attn_rnn.layers import AttentionPooling, SequenceAttention
+
+__version__ = "0.1.0"
+
+__all__ = ["AttentionPooling", "SequenceAttention", "masking", "scores"]

@@ -1,0 +1,78 @@
+"""Argument checks and the attention core shared by the layers."""
+
+from keras import ops
+
+from keras_attn_rnn import masking
+
+
+def check_positive_int(name, value, allow_none=True):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+
+
+def check_dropout(value, name="dropout"):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"{name} must be a float in [0, 1). Received: {name}={value!r}")
+
+
+def check_rank(name, shape, rank):
+    if len(shape) != rank:
+        raise ValueError(
+            f"{name} must have rank {rank}. Received: {name} with shape {tuple(shape)}"
+        )
+
+
+def check_mask(name, mask, shape):
+    """Raises if a mask's static shape does not equal `shape` (e.g. `(batch, time)`)."""
+    if mask is None:
+        return
+    mask_shape = tuple(mask.shape)
+    ok = len(mask_shape) == len(shape) and all(
+        a is None or b is None or a == b for a, b in zip(mask_shape, shape)
+    )
+    if not ok:
+        raise ValueError(
+            f"{name} must have shape {tuple(shape)} (batch, time). "
+            f"Received: {name} with shape {mask_shape}"
+        )
+
+
+def is_shape(value):
+    """True for a shape tuple such as `(None, 7, 16)`, False for a list of shapes or tensors."""
+    return isinstance(value, (list, tuple)) and all(
+        d is None or isinstance(d, int) for d in value
+    )
+
+
+def split_masks(mask, count):
+    """A Keras mask argument (None, a tensor or a list) as a list of `count` entries."""
+    if mask is None:
+        return [None] * count
+    if isinstance(mask, (list, tuple)):
+        mask = list(mask) + [None] * (count - len(mask))
+        return mask[:count]
+    return [mask] + [None] * (count - 1)
+
+
+def attend(score, query, prepared_keys, values, mask=None, normalizer=None, dropout=None,
+           training=None):
+    """One attention read: `masked_softmax(score(query, keys)) . values`.
+
+    Args:
+        score: a built `scores.Score`.
+        query: `(B, Tq, d_q)` raw query.
+        prepared_keys: `score.prepare_keys(keys)`, `(B, Tv, d')`.
+        values: `(B, Tv, d_v)`.
+        mask: boolean, broadcastable to `(B, Tq, Tv)`.
+
+    Returns:
+        `(context (B, Tq, d_v), weights (B, Tq, Tv) float32)`.
+    """
+    scores = score.pairwise(score.prepare_query(query), prepared_keys)
+    scores = masking.clip_to_dtype(scores, scores.dtype)
+    weights = masking.masked_softmax(scores, mask, normalizer=normalizer)
+    applied = dropout(weights, training=training) if dropout is not None else weights
+    context = ops.matmul(ops.cast(applied, values.dtype), values)
+    return context, weights

@@ -1,0 +1,118 @@
+"""Masks and the masked softmax shared by every attention layer.
+
+Softmax always runs in float32, whatever the layer's compute dtype, and masked
+positions get weight exactly 0. A row whose every key is masked gets all-zero
+weights (and so a zero context), never NaN.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+# Finite stand-in for -inf in float32 softmax: exp(score - max) underflows to
+# exactly 0 for any real score, and no NaN can come out of `inf - inf`.
+_FLOAT32_PENALTY = -1e30
+
+
+def mask_penalty(dtype):
+    """A large negative score for masked positions, derived from `dtype`'s range.
+
+    A fixed `-1e9` overflows float16; this stays finite in every float dtype.
+    """
+    return -0.7 * _largest(dtype)
+
+
+def _largest(dtype):
+    dtype = keras.backend.standardize_dtype(dtype)
+    if dtype == "bfloat16":
+        return 3.3895313892515355e38
+    return float(np.finfo(np.dtype(dtype)).max)
+
+
+def softmax(scores, axis=-1):
+    """Plain softmax in float32: the default `normalizer` of every layer."""
+    return ops.softmax(scores, axis=axis)
+
+
+def masked_softmax(scores, mask=None, axis=-1, normalizer=None):
+    """Normalises `scores` over `axis` in float32, with exact zeros where `mask` is False.
+
+    Args:
+        scores: score tensor of any float dtype.
+        mask: boolean tensor broadcastable to `scores`, True where a key may be
+            attended. `None` attends everywhere.
+        axis: the key axis.
+        normalizer: function `(scores, axis) -> weights`; softmax by default.
+            The hook for sparsemax, hardmax and friends.
+
+    Returns:
+        float32 weights of the shape of `scores`.
+    """
+    normalizer = normalizer or softmax
+    scores = ops.cast(scores, "float32")
+    if mask is None:
+        return normalizer(scores, axis=axis)
+    mask = ops.cast(mask, "bool")
+    scores = ops.where(mask, scores, _FLOAT32_PENALTY)
+    weights = normalizer(scores, axis=axis)
+    return ops.where(mask, weights, 0.0)
+
+
+def clip_to_dtype(scores, dtype):
+    """Replaces overflowed (inf) half-precision scores by the dtype's largest finite value."""
+    if keras.backend.standardize_dtype(dtype) == "float32":
+        return scores
+    limit = _largest(dtype)
+    return ops.clip(ops.cast(scores, "float32"), -limit, limit)
+
+
+def causal_mask(query_length, key_length, offset=0):
+    """`(query_length, key_length)` boolean mask: query `i` sees keys `j <= i + offset`.
+
+    `offset` is the absolute position of the first query (cached decoding).
+    """
+    rows = ops.expand_dims(ops.arange(query_length) + offset, -1)
+    cols = ops.expand_dims(ops.arange(key_length), 0)
+    return ops.greater_equal(rows, cols)
+
+
+def window_mask(query_length, key_length, window, offset=0):
+    """`(query_length, key_length)` boolean mask: query `i` sees keys with `|i + offset - j| <= window`."""
+    rows = ops.expand_dims(ops.arange(query_length) + offset, -1)
+    cols = ops.expand_dims(ops.arange(key_length), 0)
+    return ops.less_equal(ops.abs(rows - cols), window)
+
+
+def combine_masks(*masks):
+    """Logical AND of the masks that are not None (broadcasting); None if all are None."""
+    result = None
+    for mask in masks:
+        if mask is None:
+            continue
+        mask = ops.cast(mask, "bool")
+        result = mask if result is None else ops.logical_and(result, mask)
+    return result
+
+
+NORMALIZERS = {"softmax": softmax}
+
+
+def get_normalizer(identifier):
+    """Returns the normalizer function for a name in `NORMALIZERS` or a callable."""
+    if callable(identifier):
+        return identifier
+    if isinstance(identifier, str) and identifier in NORMALIZERS:
+        return NORMALIZERS[identifier]
+    if isinstance(identifier, dict):
+        return keras.saving.deserialize_keras_object(identifier)
+    raise ValueError(
+        f"normalizer must be one of {sorted(NORMALIZERS)} or a callable "
+        f"`(scores, axis) -> weights`. Received: normalizer={identifier!r}"
+    )
+
+
+def serialize_normalizer(identifier):
+    """Config form of a normalizer: its name, or the serialized registered function."""
+    if isinstance(identifier, str):
+        return identifier
+    return keras.saving.serialize_keras_object(identifier)

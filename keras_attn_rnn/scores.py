@@ -1,0 +1,245 @@
+"""Score functions `score(query, key)` as small Keras layers.
+
+Every score splits into three pure steps so that key projections are computed
+once per memory and reused by every query (and every decoder step):
+
+- `prepare_keys(keys)`: `(B, Tv, d_k) -> (B, Tv, d')`, once per memory;
+- `prepare_query(query)`: `(B, Tq, d_q) -> (B, Tq, d'')`, once per query;
+- `pairwise(query, keys)`: prepared `(B, Tq, .)` x `(B, Tv, .)` -> `(B, Tq, Tv)`.
+
+`score(query, keys)` chains the three. `build(query_shape, key_shape)` creates
+only the weights the score needs, named after their role.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+NAMES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
+
+
+class Score(keras.layers.Layer):
+    """Base of the score layers: dot product of the prepared query and keys.
+
+    Subclasses override the `prepare_*` steps (and `pairwise` for additive).
+    """
+
+    #: The query size this score requires for a key size, or None if free.
+    def required_query_dim(self, key_dim):
+        return None
+
+    def build(self, query_shape, key_shape):
+        required = self.required_query_dim(key_shape[-1])
+        if required is not None and query_shape[-1] != required:
+            raise ValueError(
+                f"score={name_of(self)!r} needs the query size to equal "
+                f"{required} (the key size). Received: query_shape={tuple(query_shape)}, "
+                f"key_shape={tuple(key_shape)}"
+            )
+
+    def _w(self, variable):
+        return ops.cast(variable, self.compute_dtype)
+
+    def prepare_keys(self, keys):
+        return keys
+
+    def prepare_query(self, query):
+        return query
+
+    def pairwise(self, query, keys):
+        return ops.matmul(query, ops.swapaxes(keys, -1, -2))
+
+    def score(self, query, keys):
+        return self.pairwise(self.prepare_query(query), self.prepare_keys(keys))
+
+    def call(self, query, keys):
+        return self.score(query, keys)
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class Dot(Score):
+    """`score(q, k) = q . k` (Luong "dot"). No weights; needs `dim q == dim k`."""
+
+    def required_query_dim(self, key_dim):
+        return key_dim
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class ScaledDot(Score):
+    """`score(q, k) = scale * q . k / sqrt(d)` (Vaswani et al., 2017).
+
+    Args:
+        use_scale: adds a trainable scalar `scale` (initialised to 1.0).
+    """
+
+    def __init__(self, use_scale=False, **kwargs):
+        super().__init__(**kwargs)
+        self.use_scale = use_scale
+
+    def required_query_dim(self, key_dim):
+        return key_dim
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        self.inverse_sqrt_dim = 1.0 / math.sqrt(query_shape[-1])
+        if self.use_scale:
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
+
+    def prepare_query(self, query):
+        query = query * ops.cast(self.inverse_sqrt_dim, self.compute_dtype)
+        if self.use_scale:
+            query = query * self._w(self.scale)
+        return query
+
+    def get_config(self):
+        return {**super().get_config(), "use_scale": self.use_scale}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class General(Score):
+    """`score(q, k) = scale * q . (k W)` (Luong "general", multiplicative).
+
+    Weights: `kernel (d_k, d_q)`; with `use_scale=True` a scalar `scale` (tfa's
+    scaled `LuongAttention`).
+    """
+
+    def __init__(self, use_scale=False, **kwargs):
+        super().__init__(**kwargs)
+        self.use_scale = use_scale
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        self.kernel = self.add_weight(
+            name="kernel", shape=(key_shape[-1], query_shape[-1]), initializer="glorot_uniform"
+        )
+        if self.use_scale:
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
+
+    def prepare_keys(self, keys):
+        return ops.matmul(keys, self._w(self.kernel))
+
+    def prepare_query(self, query):
+        return query * self._w(self.scale) if self.use_scale else query
+
+    def get_config(self):
+        return {**super().get_config(), "use_scale": self.use_scale}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class TanhDot(Score):
+    """`score(q, k) = q . tanh(k W + b)`: the attention-pooling formula.
+
+    Weights: `kernel (d_k, d_q)`, `bias (d_q,)`.
+    """
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        self.kernel = self.add_weight(
+            name="kernel", shape=(key_shape[-1], query_shape[-1]), initializer="glorot_uniform"
+        )
+        self.bias = self.add_weight(name="bias", shape=(query_shape[-1],), initializer="zeros")
+
+    def prepare_keys(self, keys):
+        return ops.tanh(ops.matmul(keys, self._w(self.kernel)) + self._w(self.bias))
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class Additive(Score):
+    """`score(q, k) = v . tanh(q W_q + k W_k [+ b])` (Bahdanau et al., 2015).
+
+    Args:
+        units: size of the hidden layer; defaults to the key size.
+        normalize: weight normalisation as tfa's normalized `BahdanauAttention`
+            (Salimans & Kingma, 2016): `v` is replaced by `g v / ||v||` and a
+            bias `b` is added inside the tanh.
+
+    Weights: `query_kernel (d_q, units)`, `key_kernel (d_k, units)`,
+    `v (units,)`; with `normalize` also `g ()` and `b (units,)`.
+    """
+
+    def __init__(self, units=None, normalize=False, **kwargs):
+        if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units <= 0):
+            raise ValueError(f"units must be a positive integer. Received: units={units!r}")
+        super().__init__(**kwargs)
+        self.units = units
+        self.normalize = normalize
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        units = self.units or key_shape[-1]
+        self.query_kernel = self.add_weight(
+            name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
+        )
+        self.key_kernel = self.add_weight(
+            name="key_kernel", shape=(key_shape[-1], units), initializer="glorot_uniform"
+        )
+        self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
+        if self.normalize:
+            self.g = self.add_weight(
+                name="g", shape=(), initializer=keras.initializers.Constant(math.sqrt(1.0 / units))
+            )
+            self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
+
+    def prepare_keys(self, keys):
+        keys = ops.matmul(keys, self._w(self.key_kernel))
+        return keys + self._w(self.b) if self.normalize else keys
+
+    def prepare_query(self, query):
+        return ops.matmul(query, self._w(self.query_kernel))
+
+    def _v(self):
+        v = self._w(self.v)
+        if self.normalize:
+            v = self._w(self.g) * v * ops.rsqrt(ops.sum(ops.square(v)))
+        return v
+
+    def pairwise(self, query, keys):
+        hidden = ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(keys, -3))
+        return ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._v(), -1)), -1)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "normalize": self.normalize}
+
+
+_CLASSES = {
+    "dot": Dot,
+    "scaled_dot": ScaledDot,
+    "general": General,
+    "additive": Additive,
+    "tanh_dot": TanhDot,
+}
+_NAME_OF = {cls: name for name, cls in _CLASSES.items()}
+
+
+def get(identifier, **kwargs):
+    """Returns a score layer from a name (`"additive"`) or passes an instance through.
+
+    `kwargs` (e.g. `units=64`, `name=...`, `dtype=...`) are given to the
+    constructor when `identifier` is a name; `units` only reaches `additive`.
+    """
+    if isinstance(identifier, Score):
+        return identifier
+    if isinstance(identifier, dict):
+        return keras.saving.deserialize_keras_object(identifier)
+    if not isinstance(identifier, str) or identifier not in _CLASSES:
+        raise ValueError(
+            "score must be one of 'dot', 'scaled_dot', 'general', 'additive', 'tanh_dot' "
+            f"or a `keras_attn_rnn.scores.Score` instance. Received: score={identifier!r}"
+        )
+    cls = _CLASSES[identifier]
+    if cls is not Additive:
+        kwargs.pop("units", None)
+    return cls(**kwargs)
+
+
+def name_of(score):
+    """The registry name of a score layer (`"additive"`), or its class name."""
+    return _NAME_OF.get(type(score), type(score).__name__)
+
+
+def serialize(identifier):
+    """Config form of a `score=` argument: the name itself, or the serialized layer."""
+    if isinstance(identifier, str):
+        return identifier
+    return keras.saving.serialize_keras_object(identifier)
