@@ -30,7 +30,9 @@ def _largest(dtype):
 
 
 def softmax(scores, axis=-1):
-    """Plain softmax in float32: the default `normalizer` of every layer."""
+    """Plain softmax: the default `normalizer` of every layer."""
+    if scores.shape[axis] == 1:  # one key (e.g. a memory of length 1)
+        return ops.ones_like(scores)
     return ops.softmax(scores, axis=axis)
 
 

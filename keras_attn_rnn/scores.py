@@ -159,7 +159,9 @@ class Additive(Score):
     """
 
     def __init__(self, units=None, normalize=False, **kwargs):
-        if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units <= 0):
+        if units is not None and (
+            isinstance(units, bool) or not isinstance(units, int) or units <= 0
+        ):
             raise ValueError(f"units must be a positive integer. Received: units={units!r}")
         super().__init__(**kwargs)
         self.units = units
@@ -212,21 +214,27 @@ _CLASSES = {
 _NAME_OF = {cls: name for name, cls in _CLASSES.items()}
 
 
+def check(identifier):
+    """Raises a `ValueError` unless `identifier` names or is a score."""
+    if isinstance(identifier, (Score, dict)) or identifier in _CLASSES:
+        return
+    raise ValueError(
+        "score must be one of 'dot', 'scaled_dot', 'general', 'additive', 'tanh_dot' "
+        f"or a `keras_attn_rnn.scores.Score` instance. Received: score={identifier!r}"
+    )
+
+
 def get(identifier, **kwargs):
     """Returns a score layer from a name (`"additive"`) or passes an instance through.
 
     `kwargs` (e.g. `units=64`, `name=...`, `dtype=...`) are given to the
     constructor when `identifier` is a name; `units` only reaches `additive`.
     """
+    check(identifier)
     if isinstance(identifier, Score):
         return identifier
     if isinstance(identifier, dict):
         return keras.saving.deserialize_keras_object(identifier)
-    if not isinstance(identifier, str) or identifier not in _CLASSES:
-        raise ValueError(
-            "score must be one of 'dot', 'scaled_dot', 'general', 'additive', 'tanh_dot' "
-            f"or a `keras_attn_rnn.scores.Score` instance. Received: score={identifier!r}"
-        )
     cls = _CLASSES[identifier]
     if cls is not Additive:
         kwargs.pop("units", None)
@@ -234,12 +242,16 @@ def get(identifier, **kwargs):
 
 
 def name_of(score):
-    """The registry name of a score layer (`"additive"`), or its class name."""
+    """The registry name of a score (`"additive"`) given as a name or a layer."""
+    if isinstance(score, str):
+        return score
     return _NAME_OF.get(type(score), type(score).__name__)
 
 
 def serialize(identifier):
     """Config form of a `score=` argument: the name itself, or the serialized layer."""
-    if isinstance(identifier, str):
+    if isinstance(identifier, (str, dict)):
         return identifier
-    return keras.saving.serialize_keras_object(identifier)
+    config = keras.saving.serialize_keras_object(identifier)
+    config.pop("build_config", None)  # the owning layer builds its score
+    return config

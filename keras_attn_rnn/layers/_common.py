@@ -41,9 +41,17 @@ def check_mask(name, mask, shape):
 
 def is_shape(value):
     """True for a shape tuple such as `(None, 7, 16)`, False for a list of shapes or tensors."""
-    return isinstance(value, (list, tuple)) and all(
-        d is None or isinstance(d, int) for d in value
-    )
+    return isinstance(value, (list, tuple)) and all(d is None or isinstance(d, int) for d in value)
+
+
+def describe(inputs):
+    """A short description of call inputs or input shapes for error messages."""
+    if is_shape(inputs):
+        return f"a tensor of shape {tuple(inputs)}"
+    if isinstance(inputs, (list, tuple)):
+        return f"a list of {len(inputs)} inputs"
+    shape = getattr(inputs, "shape", None)
+    return f"a tensor of shape {tuple(shape)}" if shape is not None else repr(inputs)
 
 
 def split_masks(mask, count):
@@ -56,8 +64,9 @@ def split_masks(mask, count):
     return [mask] + [None] * (count - 1)
 
 
-def attend(score, query, prepared_keys, values, mask=None, normalizer=None, dropout=None,
-           training=None):
+def attend(
+    score, query, prepared_keys, values, mask=None, normalizer=None, dropout=None, training=None
+):
     """One attention read: `masked_softmax(score(query, keys)) . values`.
 
     Args:

@@ -64,6 +64,7 @@ class AttentionPooling(keras.layers.Layer):
         normalizer="softmax",
         **kwargs,
     ):
+        scores.check(score)
         _common.check_positive_int("units", units)
         if query not in QUERY_SOURCES:
             raise ValueError(
@@ -79,7 +80,7 @@ class AttentionPooling(keras.layers.Layer):
         _common.check_dropout(dropout)
         self.normalizer_fn = masking.get_normalizer(normalizer)
         super().__init__(**kwargs)
-        self.score = score
+        self.score = scores.serialize(score)  # config form; the layer is score_layer
         self.units = units
         self.query = query
         self.query_value = query_value
@@ -115,12 +116,12 @@ class AttentionPooling(keras.layers.Layer):
         if external and not (is_pair and len(inputs) == 2):
             raise ValueError(
                 "query='external' expects inputs=[sequence, query]. "
-                f"Received: inputs={_describe(inputs)}"
+                f"Received: inputs={_common.describe(inputs)}"
             )
         if not external and is_pair:
             raise ValueError(
                 f"query={self.query!r} expects a single sequence input; pass the query only "
-                f"with query='external'. Received: inputs={_describe(inputs)}"
+                f"with query='external'. Received: inputs={_common.describe(inputs)}"
             )
         return (inputs[0], inputs[1]) if external else (inputs, None)
 
@@ -179,17 +180,10 @@ class AttentionPooling(keras.layers.Layer):
     def get_config(self):
         return {
             **super().get_config(),
-            "score": scores.serialize(self.score),
+            "score": self.score,
             "units": self.units,
             "query": self.query,
             "query_value": self.query_value,
             "dropout": self.dropout,
             "normalizer": masking.serialize_normalizer(self.normalizer),
         }
-
-
-def _describe(inputs):
-    if isinstance(inputs, (list, tuple)):
-        return f"a list of {len(inputs)} inputs"
-    shape = getattr(inputs, "shape", None)
-    return f"a tensor of shape {tuple(shape)}" if shape is not None else repr(inputs)

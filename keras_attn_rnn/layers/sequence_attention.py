@@ -58,14 +58,15 @@ class SequenceAttention(keras.layers.Layer):
         _common.check_positive_int("units", units)
         _common.check_positive_int("window", window)
         _common.check_dropout(dropout)
-        if units is not None and scores.name_of(scores.get(score)) != "additive":
+        scores.check(score)
+        if units is not None and scores.name_of(score) != "additive":
             raise ValueError(
                 "units is only used by score='additive'; other scores project to the "
                 f"query size. Received: score={score!r}, units={units!r}"
             )
         self.normalizer_fn = masking.get_normalizer(normalizer)
         super().__init__(**kwargs)
-        self.score = score
+        self.score = scores.serialize(score)  # config form; the layer is score_layer
         self.units = units
         self.window = window
         self.dropout = dropout
@@ -76,10 +77,14 @@ class SequenceAttention(keras.layers.Layer):
 
     @staticmethod
     def _split(inputs):
-        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+        if (
+            not isinstance(inputs, (list, tuple))
+            or _common.is_shape(inputs)
+            or len(inputs) not in (2, 3)
+        ):
             raise ValueError(
                 "SequenceAttention expects inputs=[query, value] or [query, value, key]. "
-                f"Received: inputs={inputs!r}"
+                f"Received: inputs={_common.describe(inputs)}"
             )
         query, value = inputs[0], inputs[1]
         key = inputs[2] if len(inputs) == 3 else value
@@ -100,8 +105,7 @@ class SequenceAttention(keras.layers.Layer):
             )
         self.score_layer.build(tuple(query_shape), tuple(key_shape))
 
-    def key_mask(self, query_length, key_length, value_mask=None, use_causal_mask=False,
-                 offset=0):
+    def key_mask(self, query_length, key_length, value_mask=None, use_causal_mask=False, offset=0):
         """The `(B or 1, Tq, Tv)` boolean mask of the keys each query may see."""
         structural = None
         if use_causal_mask:
@@ -153,7 +157,7 @@ class SequenceAttention(keras.layers.Layer):
     def get_config(self):
         return {
             **super().get_config(),
-            "score": scores.serialize(self.score),
+            "score": self.score,
             "units": self.units,
             "window": self.window,
             "dropout": self.dropout,

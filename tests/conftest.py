@@ -1,0 +1,23 @@
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True)
+settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _reset_keras_state():
+    """Each test starts from float32, a fixed seed and a fresh name scope."""
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(1234)
+    np.random.seed(1234)
+    yield
+    keras.config.set_dtype_policy("float32")
+    keras.backend.clear_session()

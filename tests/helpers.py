@@ -1,0 +1,67 @@
+"""Shared test utilities: numeric conversion, config round trip, save/load checks."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def to_numpy(value):
+    if isinstance(value, (list, tuple)):
+        return [to_numpy(v) for v in value]
+    return np.asarray(keras.ops.convert_to_numpy(value))
+
+
+def assert_config_round_trip(layer):
+    """`from_config(get_config())` rebuilds a layer with the same config."""
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+    json.dumps(keras.saving.serialize_keras_object(layer))  # the config is JSON-able
+    return clone
+
+
+def save_and_reload_in_subprocess(model, inputs, tmp_path, call_kwargs=None, atol=0.0):
+    """Saves `model` as `.keras`, loads it in a fresh Python process (safe mode)
+    and asserts that its outputs on `inputs` equal the in-process outputs.
+
+    `inputs` is an array or a list of arrays; outputs may be nested.
+    """
+    call_kwargs = call_kwargs or {}
+    path = os.path.join(tmp_path, "model.keras")
+    model.save(path)
+    inputs_list = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    expected = keras.tree.flatten(to_numpy(model(inputs, **call_kwargs)))
+    np.savez(
+        os.path.join(tmp_path, "io.npz"),
+        **{f"in{i}": np.asarray(x) for i, x in enumerate(inputs_list)},
+        **{f"out{i}": y for i, y in enumerate(expected)},
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys, numpy as np, keras
+        import keras_attn_rnn  # registers the custom objects
+        data = np.load({os.path.join(tmp_path, "io.npz")!r})
+        model = keras.saving.load_model({path!r}, safe_mode=True)
+        ins = [data[f"in{{i}}"] for i in range({len(inputs_list)})]
+        ins = ins if {isinstance(inputs, (list, tuple))} else ins[0]
+        outs = keras.tree.flatten(model(ins, **{call_kwargs!r}))
+        outs = [np.asarray(keras.ops.convert_to_numpy(o)) for o in outs]
+        assert len(outs) == {len(expected)}, len(outs)
+        for i, o in enumerate(outs):
+            np.testing.assert_allclose(o, data[f"out{{i}}"], atol={atol}, rtol=0)
+        print("RELOAD-OK")
+        """
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0 and "RELOAD-OK" in result.stdout, result.stderr[-3000:]
+    return expected
