@@ -14,9 +14,10 @@ SCORE_NAMES = ["dot", "scaled_dot", "general", "additive", "tanh_dot"]
 
 
 @st.composite
-def batches(draw, max_batch=3, max_time=7, dim=4):
-    b = draw(st.integers(1, max_batch))
-    t = draw(st.integers(1, max_time))
+def batches(draw, max_time=7, dim=4):
+    # Few distinct shapes (JAX compiles per shape); masks and values vary freely.
+    b = draw(st.sampled_from([1, 3]))
+    t = draw(st.sampled_from([t for t in (1, 4, 7, 9) if t <= max_time]))
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(b, t, dim)).astype("float32")
@@ -47,7 +48,7 @@ def test_pooling_weights_are_a_distribution(data, score):
     assert np.all(a[~rows] == 0.0)
 
 
-@given(batches(), st.integers(1, 4), st.sampled_from(SCORE_NAMES), st.booleans())
+@given(batches(), st.sampled_from([1, 3]), st.sampled_from(SCORE_NAMES), st.booleans())
 def test_padding_does_not_change_unpadded_outputs(data, extra, score, causal):
     x, mask = data
     layer = SequenceAttention(score=score)
