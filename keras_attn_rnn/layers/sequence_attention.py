@@ -120,6 +120,53 @@ class SequenceAttention(keras.layers.Layer):
             value_mask = ops.expand_dims(value_mask, 1)
         return masking.combine_masks(structural, value_mask)
 
+    def _attend_full(self, query, value, key, value_mask, causal, training, want_weights):
+        key_mask = self.key_mask(ops.shape(query)[1], ops.shape(key)[1], value_mask, causal)
+        return _common.attend(
+            self.score_layer,
+            query,
+            self.score_layer.prepare_keys(key),
+            value,
+            mask=key_mask,
+            normalizer=self.normalizer_fn,
+            dropout=self.dropout_layer if self.dropout else None,
+            training=training,
+        )
+
+    def _attend_local(self, query, value, key, value_mask, causal, training, want_weights):
+        """Local attention in `O(Tq * window)` time and memory: each query gathers its
+        band of `2 * window + 1` keys (`window + 1` when causal) instead of scoring all."""
+        query_length, key_length = ops.shape(query)[1], ops.shape(key)[1]
+        offsets = ops.arange(-self.window, 1 if causal else self.window + 1)
+        positions = ops.expand_dims(ops.arange(query_length), 1) + offsets  # (Tq, W)
+        valid = ops.logical_and(positions >= 0, positions < key_length)
+        positions = ops.clip(positions, 0, key_length - 1)
+        band = ops.expand_dims(valid, 0)
+        if value_mask is not None:
+            band = ops.logical_and(band, ops.take(ops.cast(value_mask, "bool"), positions, axis=1))
+        keys = ops.take(self.score_layer.prepare_keys(key), positions, axis=1)  # (B,Tq,W,d)
+        values = ops.take(value, positions, axis=1)
+        prepared_query = self.score_layer.prepare_query(query)
+        batch, width = ops.shape(query)[0], ops.shape(offsets)[0]
+        flat_scores = self.score_layer.pairwise(
+            ops.reshape(prepared_query, (-1, 1, ops.shape(prepared_query)[-1])),
+            ops.reshape(keys, (-1, width, ops.shape(keys)[-1])),
+        )
+        scores = ops.reshape(flat_scores, (batch, query_length, width))
+        scores = masking.clip_to_dtype(scores, scores.dtype)
+        weights = masking.masked_softmax(scores, band, normalizer=self.normalizer_fn)
+        applied = self.dropout_layer(weights, training=training) if self.dropout else weights
+        context = ops.squeeze(
+            ops.matmul(ops.expand_dims(ops.cast(applied, values.dtype), 2), values), 2
+        )
+        if not want_weights:
+            return context, None
+        # Scatter the band back to `(B, Tq, Tv)` for inspection only.
+        one_hot = ops.one_hot(positions, key_length) * ops.expand_dims(
+            ops.cast(valid, "float32"), -1
+        )
+        return context, ops.einsum("bqw,qwv->bqv", weights, one_hot)
+
     def call(
         self,
         inputs,
@@ -132,18 +179,9 @@ class SequenceAttention(keras.layers.Layer):
         query_mask, value_mask = _common.split_masks(mask, 2)
         _common.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
         _common.check_mask("value_mask", value_mask, tuple(value.shape[:2]))
-        key_mask = self.key_mask(
-            ops.shape(query)[1], ops.shape(key)[1], value_mask, use_causal_mask
-        )
-        context, weights = _common.attend(
-            self.score_layer,
-            query,
-            self.score_layer.prepare_keys(key),
-            value,
-            mask=key_mask,
-            normalizer=self.normalizer_fn,
-            dropout=self.dropout_layer if self.dropout else None,
-            training=training,
+        attend = self._attend_local if self.window is not None else self._attend_full
+        context, weights = attend(
+            query, value, key, value_mask, use_causal_mask, training, return_attention_scores
         )
         if query_mask is not None:
             context = context * ops.cast(ops.expand_dims(query_mask, -1), context.dtype)
