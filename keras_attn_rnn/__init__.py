@@ -1,8 +1,8 @@
 """Attention-based RNN layers for Keras 3."""
 
 from keras_attn_rnn import masking, scores
-from keras_attn_rnn.layers import AttentionPooling, SequenceAttention
+from keras_attn_rnn.layers import AttentionDecoder, AttentionPooling, SequenceAttention
 
 __version__ = "0.1.0"
 
-__all__ = ["AttentionPooling", "SequenceAttention", "masking", "scores"]
+__all__ = ["AttentionDecoder", "AttentionPooling", "SequenceAttention", "masking", "scores"]
