@@ -24,6 +24,15 @@ test-tf: $(STAMP)
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PYTEST) -n 2 -m layers tests
 
+demo: $(STAMP)
+	$(PY) -m experiments run demo
+
+ui: $(STAMP)
+	$(PY) -m experiments ui
+
+bench: $(STAMP)
+	$(PY) -m experiments bench --out bench.json
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

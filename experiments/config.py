@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 SCORES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
+MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
 
 class ConfigError(Exception):
@@ -58,7 +59,7 @@ class NeedleTask(_TaskBase):
     num_classes: int = Field(4, ge=2, le=64)
     num_fillers: int = Field(40, ge=2)
     min_length: int = Field(10, ge=2)
-    max_length: int = Field(30, ge=2)
+    max_length: int = Field(30, ge=2, le=MAX_SEQUENCE_LENGTH)
 
 
 class TextClsTask(_TaskBase):
@@ -70,7 +71,7 @@ class TextClsTask(_TaskBase):
     text_field: str = "text"
     label_field: str = "label"
     max_vocab: int = Field(20000, ge=10)
-    max_length: int = Field(200, ge=2)
+    max_length: int = Field(200, ge=2, le=MAX_SEQUENCE_LENGTH)
     lowercase: bool = True
 
     @field_validator("path")
@@ -82,6 +83,9 @@ class TextClsTask(_TaskBase):
             raise ValueError(f"an existing .csv or .jsonl file; no such file: {value}")
         if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
             raise ValueError("a file ending in .csv or .jsonl")
+        real = Path(value).resolve()
+        if real.suffix.lower() not in (".csv", ".jsonl", ".json"):
+            raise ValueError(f"a .csv or .jsonl file; {value} links to {real}, which is not one")
         return str(Path(value).resolve())
 
     @model_validator(mode="after")
@@ -98,7 +102,7 @@ class ReverseTask(_TaskBase):
     num_examples: int = Field(6000, ge=16)
     alphabet_size: int = Field(12, ge=2, le=26)
     min_length: int = Field(4, ge=1)
-    max_length: int = Field(10, ge=1)
+    max_length: int = Field(10, ge=1, le=MAX_SEQUENCE_LENGTH)
 
 
 class DatesTask(_TaskBase):
@@ -125,7 +129,7 @@ class CharLMTask(_TaskBase):
     name: Literal["charlm"]
     path: str | None = None
     max_chars: int = Field(200000, ge=100)
-    seq_length: int = Field(64, ge=4)
+    seq_length: int = Field(64, ge=4, le=MAX_SEQUENCE_LENGTH)
     stride: int | None = Field(None, ge=1)
     max_vocab: int = Field(96, ge=4)
 
@@ -150,6 +154,7 @@ class AttentionConfig(_Section):
     score: Literal["dot", "scaled_dot", "general", "additive", "tanh_dot"] | None = None
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
+    query_value: list[float] | None = None
     window: int | None = Field(None, ge=1)
 
 
@@ -181,6 +186,7 @@ class TrainConfig(_Section):
     seed: int = 0
     mixed_precision: bool = False
     jit_compile: bool = False
+    run_eagerly: bool = False
     distribute: Literal["none", "mirrored", "multi_worker"] = "none"
     early_stopping: EarlyStoppingConfig | None = None
     eval_examples: int = Field(512, ge=1)
@@ -207,6 +213,14 @@ class GenerateConfig(_Section):
     length_penalty: float = 0.0
     prompts: list[str] = Field(default_factory=list)
     seed: int | None = 0
+
+    @model_validator(mode="after")
+    def _strategy_arguments(self) -> GenerateConfig:
+        if self.strategy == "top_k" and self.k is None:
+            raise ValueError("generate.k (an integer >= 1) when generate.strategy is 'top_k'")
+        if self.strategy == "top_p" and self.p is None:
+            raise ValueError("generate.p (a float in (0, 1]) when generate.strategy is 'top_p'")
+        return self
 
 
 class ExperimentConfig(_Section):
@@ -268,7 +282,7 @@ def read_yaml(path: str | os.PathLike) -> dict:
         raise ConfigError(f"config file not found: {path}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, UnicodeDecodeError) as err:  # a binary file is not YAML either
         raise ConfigError(f"{path}: invalid YAML ({err})") from None
     if data is None:
         data = {}
@@ -286,8 +300,18 @@ def validate(data: dict) -> ExperimentConfig:
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Read, override and validate one experiment config."""
-    return validate(apply_overrides(read_yaml(path), overrides or []))
+    """Read, override and validate one experiment config.
+
+    A relative `task.path` in the file is relative to the file's folder; one
+    given with `--set` is relative to the working directory.
+    """
+    data = read_yaml(path)
+    task = data.get("task")
+    if isinstance(task, dict) and isinstance(task.get("path"), str):
+        candidate = Path(path).parent / task["path"]
+        if not Path(task["path"]).is_absolute() and candidate.exists():
+            task["path"] = str(candidate)
+    return validate(apply_overrides(data, overrides or []))
 
 
 def format_errors(err: ValidationError, data: dict) -> str:

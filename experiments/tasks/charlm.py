@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +22,7 @@ def build(cfg) -> Task:
     The text is split by position (train, then val, then test) so that
     neighbouring windows never straddle splits.
     """
-    text = Path(cfg.path).read_text(encoding="utf-8") if cfg.path else default_corpus()
+    text = _read_text(cfg.path, cfg.max_chars, cfg.seq_length) if cfg.path else default_corpus()
     text = text[: cfg.max_chars]
     counts = Counter(text)
     chars = [c for c, _ in counts.most_common(cfg.max_vocab - 4)]
@@ -44,7 +43,14 @@ def build(cfg) -> Task:
     starts = rng.integers(0, max(1, n_train - 32), size=cfg.num_probes)
     prompts = [text[s : s + 16] for s in starts]
     return Task(
-        "charlm", "lm", vocab, splits["train"], splits["val"], splits["test"], probes, prompts=prompts
+        "charlm",
+        "lm",
+        vocab,
+        splits["train"],
+        splits["val"],
+        splits["test"],
+        probes,
+        prompts=prompts,
     )
 
 
@@ -54,6 +60,23 @@ def _windows(ids: np.ndarray, length: int, stride: int) -> Split:
     x = np.stack([_fit(ids[s : s + length], length) for s in starts])
     y = np.stack([_fit(ids[s + 1 : s + length + 1], length) for s in starts])
     return Split(x, y)
+
+
+def _read_text(path: str, max_chars: int, seq_length: int) -> str:
+    """At most `max_chars` characters of a UTF-8 text file, with a clear error otherwise."""
+    from experiments.config import ConfigError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(max_chars)  # never more than asked, however big the file
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"task.path: {path} is not UTF-8 text ({err})") from None
+    if len(text) < 2 * (seq_length + 1):
+        raise ConfigError(
+            f"task.path: {path} holds {len(text)} characters; expected at least "
+            f"{2 * (seq_length + 1)} (twice task.seq_length + 1)"
+        )
+    return text
 
 
 def _fit(row: np.ndarray, length: int) -> np.ndarray:

@@ -9,9 +9,20 @@ import numpy as np
 from experiments.tasks.base import Task, Vocab, make_splits, seq2seq_split
 
 MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
-DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def human_formats(date: dt.date) -> list[str]:
@@ -51,4 +62,6 @@ def build(cfg) -> Task:
     target_vocab = Vocab(list("0123456789-"))
     data = seq2seq_split(pairs, source_vocab, target_vocab)
     train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("dates", "seq2seq", source_vocab, train, val, test, probes, target_vocab=target_vocab)
+    return Task(
+        "dates", "seq2seq", source_vocab, train, val, test, probes, target_vocab=target_vocab
+    )

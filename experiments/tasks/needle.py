@@ -28,6 +28,8 @@ def build(cfg) -> Task:
         rows.append(row)
         labels.append(label)
         positions.append(position)
-    data = Split(pad(rows, cfg.max_length), np.array(labels, "int32"), None, np.array(positions, "int32"))
+    data = Split(
+        pad(rows, cfg.max_length), np.array(labels, "int32"), None, np.array(positions, "int32")
+    )
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task("needle", "classification", vocab, train, val, test, probes, class_names=needles)

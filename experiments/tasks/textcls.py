@@ -21,6 +21,16 @@ def tokenize(text: str, lowercase: bool = True) -> list[str]:
 
 def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
     """(text, label) pairs from a CSV file with a header row, or a JSONL file."""
+    try:
+        return _read_rows(path, text_field, label_field)
+    except (UnicodeDecodeError, csv.Error, json.JSONDecodeError) as err:
+        kind = "CSV" if Path(path).suffix.lower() == ".csv" else "JSONL"
+        raise ConfigError(
+            f"task.path: {path} is not a readable UTF-8 {kind} file ({type(err).__name__}: {err})"
+        ) from None
+
+
+def _read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
     rows = []
     with open(path, encoding="utf-8", newline="") as handle:
         if Path(path).suffix.lower() == ".csv":
@@ -28,10 +38,20 @@ def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, s
         else:
             records = (json.loads(line) for line in handle if line.strip())
         for number, record in enumerate(records, start=1):
+            if not isinstance(record, dict):
+                raise ConfigError(
+                    f"task.path: row {number} of {path} is not an object with "
+                    f"{text_field!r} and {label_field!r} fields. Received: {str(record)[:80]!r}"
+                )
             if text_field not in record or label_field not in record:
                 raise ConfigError(
                     f"task.path: row {number} of {path} lacks the field "
                     f"{text_field!r} or {label_field!r} (set task.text_field / task.label_field)"
+                )
+            if record[label_field] in (None, "") or record[text_field] is None:
+                raise ConfigError(
+                    f"task.path: row {number} of {path} has no {label_field!r} or no "
+                    f"{text_field!r} value"
                 )
             rows.append((str(record[text_field]), str(record[label_field])))
     if len(rows) < 4:

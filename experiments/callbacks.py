@@ -1,0 +1,133 @@
+"""Keras callbacks doing the per-epoch work of a run.
+
+Order matters and is fixed by `training.make_callbacks`: the clock and the
+evaluation add metrics to `logs` first, early stopping reads them, then the
+checkpoint is written, and only then are the metrics logged to MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from experiments import checkpoints, evaluation
+
+
+class EpochBatches(keras.utils.PyDataset):
+    """Shuffled mini-batches whose order depends only on (seed, epoch).
+
+    Resuming at epoch k therefore sees exactly the batches an uninterrupted
+    run would have seen. `EpochClock` sets `epoch` when each epoch begins.
+    The last batch is filled up from the start of the epoch's order, so every
+    batch has the same shape and the training step is traced only once.
+    """
+
+    def __init__(self, split, batch_size: int, seed: int, epoch: int = 0):
+        super().__init__()
+        self.split, self.batch_size, self.seed, self.epoch = split, batch_size, seed, epoch
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.split) / self.batch_size)
+
+    def __getitem__(self, index: int):
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.split))
+        order = np.resize(order, len(self) * self.batch_size)  # wrap around to full batches
+        part = self.split.take(order[index * self.batch_size : (index + 1) * self.batch_size])
+        return (tuple(part.inputs) if isinstance(part.inputs, list) else part.inputs), part.y
+
+
+class EpochClock(keras.callbacks.Callback):
+    """Seeds each epoch and adds `epoch_seconds` and `tokens_per_second` to the logs."""
+
+    def __init__(self, batches: EpochBatches, seed: int, tokens_per_epoch: int):
+        super().__init__()
+        self.batches, self.seed, self.tokens_per_epoch = batches, seed, tokens_per_epoch
+        self.started = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.batches.epoch = epoch
+        keras.utils.set_random_seed(self.seed + epoch)
+        self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = time.perf_counter() - self.started
+        logs["epoch_seconds"] = seconds
+        logs["tokens_per_second"] = self.tokens_per_epoch / max(seconds, 1e-9)
+
+
+class EvalMetrics(keras.callbacks.Callback):
+    """Adds task metrics on the validation subset as `val_<name>`.
+
+    `alignment_accuracy` and `attention_entropy` (also measured on that
+    subset) keep their plain names.
+    """
+
+    def __init__(self, task, split):
+        super().__init__()
+        self.task, self.split = task, split
+
+    def on_epoch_end(self, epoch, logs=None):
+        for name, value in evaluation.evaluate(self.model, self.task, self.split).items():
+            plain = name in ("alignment_accuracy", "attention_entropy")
+            logs[name if plain else f"val_{name}"] = value
+
+
+class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
+    """EarlyStopping whose counters survive a resume."""
+
+    def __init__(self, restored: dict | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.restored = restored
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        if self.restored:
+            self.wait = self.restored["wait"]
+            self.best = self.restored["best"]
+            self.best_epoch = self.restored["best_epoch"]
+
+    def snapshot(self) -> dict:
+        best = None if self.best is None else float(self.best)
+        return {"wait": int(self.wait), "best": best, "best_epoch": int(self.best_epoch)}
+
+
+class Checkpoint(keras.callbacks.Callback):
+    """Writes model + optimizer + run state after every epoch (see `checkpoints`)."""
+
+    def __init__(self, folder: Path, early_stopping: ResumableEarlyStopping | None = None):
+        super().__init__()
+        self.folder, self.early_stopping = folder, early_stopping
+
+    def on_epoch_end(self, epoch, logs=None):
+        state = {"logs": {k: float(v) for k, v in logs.items()}}
+        if self.early_stopping is not None:
+            state["early_stopping"] = self.early_stopping.snapshot()
+        checkpoints.save(self.folder, self.model, epoch, state)
+
+
+class RunLogger(keras.callbacks.Callback):
+    """Logs each epoch's metrics (step = 1-based epoch), heatmaps and sample generations."""
+
+    def __init__(self, tracker, task, gen_cfg, heatmap_every: int, num_samples: int):
+        super().__init__()
+        self.tracker, self.task, self.gen_cfg = tracker, task, gen_cfg
+        self.heatmap_every, self.num_samples = heatmap_every, num_samples
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = epoch + 1
+        self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
+        if step % self.heatmap_every == 0:
+            log_heatmaps(self.tracker, self.model, self.task, f"heatmaps/epoch_{step:03d}", step)
+        rows = evaluation.sample_rows(self.model, self.task, self.gen_cfg, self.num_samples)
+        if rows:
+            self.tracker.log_table(rows, f"samples/epoch_{step:03d}.json")
+
+
+def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:
+    """Plot every probe's attention and log the images under `folder`."""
+    for name, figure in evaluation.probe_figures(model, task, epoch):
+        tracker.log_figure(figure, f"{folder}/{name}.png")

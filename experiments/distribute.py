@@ -1,0 +1,221 @@
+"""`train.distribute`: tf.distribute strategies, TF_CONFIG and the chief worker.
+
+- `none`: the default device (the first GPU TensorFlow sees, else the CPU).
+- `mirrored`: `tf.distribute.MirroredStrategy` over every local GPU, or over
+  every logical CPU device when there is no GPU (what the tests use).
+- `multi_worker`: `tf.distribute.MultiWorkerMirroredStrategy`; the cluster
+  and this process's role come from the `TF_CONFIG` environment variable,
+  exactly as TensorFlow documents it.
+
+Batch size and learning rate: `train.batch_size` is the *global* batch. Each
+step consumes `batch_size` examples in total, split evenly over the
+`num_replicas_in_sync` replicas, and Keras scales each replica's loss so the
+summed gradients are those of the mean loss over the global batch. The same
+config therefore takes the same steps, with the same gradients, on 1 device,
+2 GPUs or 4 hosts, and `train.learning_rate` means the same everywhere; it is
+never rescaled automatically. To use more replicas for speed, raise
+`batch_size` (it must be divisible by the number of replicas) and, if you
+want, the learning rate yourself (the linear scaling rule).
+
+Only the chief talks to MLflow and writes checkpoints. The chief is the task
+of type `chief`, or worker 0 when the cluster has no `chief` entry. The other
+workers run the same steps (collective ops need every worker) with a tracker
+that logs nothing and checkpoints in a temporary folder that is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from experiments.config import ConfigError
+
+
+def tf_config() -> dict:
+    """The parsed `TF_CONFIG` (empty when unset), validated enough to explain mistakes."""
+    raw = os.environ.get("TF_CONFIG", "").strip()
+    if not raw:
+        return {}
+    try:
+        spec = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ConfigError(
+            f"TF_CONFIG: not valid JSON ({err}); expected "
+            '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
+        ) from None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"TF_CONFIG: expected a JSON object. Received: {raw[:200]!r}")
+    return spec
+
+
+def _validate_cluster(spec: dict) -> None:
+    cluster, task = spec.get("cluster"), spec.get("task")
+    if not isinstance(cluster, dict) or not cluster:
+        raise ConfigError(
+            "train.distribute: 'multi_worker' needs TF_CONFIG with a 'cluster' mapping, e.g. "
+            '{"cluster": {"worker": ["10.0.0.1:12345", "10.0.0.2:12345"]}, '
+            '"task": {"type": "worker", "index": 0}}'
+        )
+    if not isinstance(task, dict) or task.get("type") not in cluster:
+        raise ConfigError(
+            "TF_CONFIG: task.type must name a job of the cluster "
+            f"({', '.join(sorted(cluster))}). Received: task={task!r}"
+        )
+    index = task.get("index", 0)
+    jobs = cluster[task["type"]]
+    if not isinstance(index, int) or not isinstance(jobs, list) or not 0 <= index < len(jobs):
+        raise ConfigError(
+            f"TF_CONFIG: task.index must be in [0, {len(jobs) if isinstance(jobs, list) else 0}). "
+            f"Received: index={index!r}"
+        )
+
+
+def is_chief(distribute: str = "multi_worker") -> bool:
+    """Whether this process logs to MLflow and writes checkpoints.
+
+    Always true unless `distribute` is `multi_worker`; then the TF_CONFIG task
+    of type `chief`, or worker 0 when the cluster has no chief.
+    """
+    if distribute != "multi_worker":
+        return True
+    spec = tf_config()
+    task = spec.get("task") or {}
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind in (None, "chief"):
+        return True
+    return kind == "worker" and index == 0 and "chief" not in (spec.get("cluster") or {})
+
+
+def worker_label() -> str:
+    """`worker:1`-style name of this process in the cluster (for messages)."""
+    task = tf_config().get("task") or {}
+    return f"{task.get('type', 'worker')}:{task.get('index', 0)}"
+
+
+def check(cfg) -> None:
+    """Reject a distribute setting this environment cannot run, before anything is created."""
+    name = cfg.train.distribute
+    if name == "multi_worker":
+        _validate_cluster(tf_config())
+
+
+def make_strategy(name: str):
+    """The `tf.distribute` strategy for `train.distribute` (None for `none`)."""
+    if name == "none":
+        return None
+    import tensorflow as tf
+
+    if name == "mirrored":
+        devices = [d.name for d in tf.config.list_logical_devices("GPU")]
+        devices = devices or [d.name for d in tf.config.list_logical_devices("CPU")]
+        strategy = tf.distribute.MirroredStrategy(devices=devices)
+    elif name == "multi_worker":
+        _validate_cluster(tf_config())
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        patch_keras_for_multi_worker()
+    else:
+        raise ConfigError(
+            "train.distribute must be one of 'none', 'mirrored', 'multi_worker'. "
+            f"Received: distribute={name!r}"
+        )
+    print(
+        f"{name} strategy: {strategy.num_replicas_in_sync} replicas in sync",
+        file=sys.stderr,
+    )
+    return strategy
+
+
+def check_batch(strategy, batch_size: int) -> None:
+    """The global batch must split evenly over the replicas."""
+    replicas = 1 if strategy is None else strategy.num_replicas_in_sync
+    if batch_size % replicas:
+        raise ConfigError(
+            f"invalid config:\n  train.batch_size: got {batch_size}; expected a multiple of "
+            f"the {replicas} replicas in sync (batch_size is the global batch)"
+        )
+
+
+def patch_keras_for_multi_worker() -> None:
+    """Make Keras 3's `fit` work under `MultiWorkerMirroredStrategy` (keras-team/keras#20585).
+
+    Keras 3's TensorFlow trainer breaks in two places when the strategy runs
+    in multi-worker mode: it builds the compile state from a first batch
+    reduced with `strategy.reduce("MEAN", batch)` (an error for integer
+    `PerReplica` batches), and it reduces each step's scalar metrics with
+    `strategy.reduce("MEAN", v, axis=0)` (an error for scalars). This takes
+    the local replica's batch for the first, and reduces scalars with
+    `axis=None` (the mean over all replicas of all workers) for the second.
+    Other strategies are untouched; calling this twice is harmless.
+    """
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer
+
+    if getattr(trainer.reduce_per_replica, "_multi_worker_patch", False):
+        return
+    reduce_original = trainer.reduce_per_replica
+    build_original = trainer.TensorFlowTrainer._maybe_symbolic_build
+    multi_worker = trainer._collective_all_reduce_multi_worker
+
+    def reduce_per_replica(values, strategy, reduction):
+        if reduction in ("auto", "mean") and multi_worker(strategy):
+            return tf.nest.map_structure(lambda v: strategy.reduce("MEAN", v, axis=None), values)
+        return reduce_original(values, strategy, reduction)
+
+    def maybe_symbolic_build(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if strategy is None or not multi_worker(strategy):
+            return build_original(self, iterator=iterator, data_batch=data_batch)
+        if iterator is not None:
+            for _, _, it in iterator:
+                data_batch = tf.nest.map_structure(
+                    lambda v: (
+                        strategy.experimental_local_results(v)[0]
+                        if isinstance(v, tf.distribute.DistributedValues)
+                        else v
+                    ),
+                    next(it),
+                )
+                break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    reduce_per_replica._multi_worker_patch = True
+    trainer.reduce_per_replica = reduce_per_replica
+    trainer.TensorFlowTrainer._maybe_symbolic_build = maybe_symbolic_build
+
+
+class NullTracker:
+    """A tracker that logs nothing: what non-chief workers use."""
+
+    run_id = None
+
+    def logged_steps(self, key: str) -> set[int]:
+        return set()
+
+    def log_model(self, model) -> None:
+        return None
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _ignore
+
+
+def _ignore(*args, **kwargs) -> None:
+    return None
+
+
+def run_worker(prepared, train) -> str:
+    """Train as a non-chief worker: the same steps, nothing written to the store.
+
+    `train(cfg, task, tracker, folder)` is the runner's training function;
+    checkpoints go to a temporary folder deleted afterwards.
+    """
+    label = worker_label()
+    print(f"{label}: training as a non-chief worker; the chief logs to MLflow", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="attn-rnn-worker-") as tmp:
+        train(prepared.cfg, prepared.task, NullTracker(), Path(tmp))
+    return f"(none: {label} is not the chief)"

@@ -1,0 +1,88 @@
+"""Task metrics as small NumPy functions (no Keras, no MLflow)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments.tasks.base import END, PAD
+
+
+def accuracy(labels: np.ndarray, predictions: np.ndarray) -> float:
+    """Fraction of exact label matches."""
+    return float(np.mean(labels == predictions))
+
+
+def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> np.ndarray:
+    """`m[i, j]` = number of examples of class i predicted as j."""
+    matrix = np.zeros((num_classes, num_classes), dtype="int64")
+    np.add.at(matrix, (labels, predictions), 1)
+    return matrix
+
+
+def macro_f1(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> float:
+    """Unweighted mean of per-class F1 over the classes present in labels or predictions."""
+    m = confusion_matrix(labels, predictions, num_classes)
+    tp = np.diag(m).astype("float64")
+    support = m.sum(axis=1) + m.sum(axis=0)
+    present = support > 0
+    f1 = np.divide(2 * tp, support, out=np.zeros_like(tp), where=present)
+    return float(f1[present].mean()) if present.any() else 0.0
+
+
+def token_accuracy(targets: np.ndarray, logits: np.ndarray) -> float:
+    """Teacher-forced next-token accuracy over non-padding target positions."""
+    valid = targets != PAD
+    return float(np.mean((np.argmax(logits, -1) == targets)[valid]))
+
+
+def exact_match(targets: np.ndarray, decoded: np.ndarray) -> float:
+    """Fraction of sequences whose decoded tokens equal the target up to `</s>`."""
+    return float(np.mean([_strip(t) == _strip(d) for t, d in zip(targets, decoded)]))
+
+
+def _strip(ids) -> list[int]:
+    out = []
+    for i in ids:
+        if int(i) in (END, PAD):
+            break
+        out.append(int(i))
+    return out
+
+
+def cross_entropy(targets: np.ndarray, logits: np.ndarray) -> float:
+    """Mean negative log-likelihood in nats over non-padding targets."""
+    logits = logits.astype("float64")
+    logits = logits - logits.max(-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    return float(-picked[targets != PAD].mean())
+
+
+def language_model_metrics(targets: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    """Perplexity and bits per character."""
+    nll = cross_entropy(targets, logits)
+    return {"perplexity": float(np.exp(nll)), "bits_per_char": nll / np.log(2.0)}
+
+
+def alignment_accuracy(weights: np.ndarray, alignment: np.ndarray) -> float:
+    """How often the most attended position is the ground-truth one.
+
+    `weights` is (B, S) with `alignment` (B,), or (B, T, S) with `alignment`
+    (B, T); positions with alignment -1 are ignored.
+    """
+    valid = alignment >= 0
+    if not valid.any():
+        return float("nan")
+    return float(np.mean((np.argmax(weights, -1) == alignment)[valid]))
+
+
+def attention_entropy(weights: np.ndarray, valid: np.ndarray | None = None) -> float:
+    """Mean entropy (nats) of the attention rows; rows with no weight are skipped."""
+    w = weights.reshape(-1, weights.shape[-1]).astype("float64")
+    keep = w.sum(-1) > 0.5
+    if valid is not None:
+        keep &= valid.reshape(-1)
+    if not keep.any():
+        return float("nan")
+    w = w[keep]
+    return float(-(w * np.log(np.where(w > 0, w, 1.0))).sum(-1).mean())

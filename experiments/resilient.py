@@ -1,0 +1,368 @@
+"""Tracking that survives a remote MLflow server going away.
+
+- `check_server(uri)`: before a run touches a remote server, make sure it
+  answers within 15 s (`ATTN_RNN_TRACKING_TIMEOUT` overrides); otherwise raise
+  `TrackingUnavailable`, which the CLI turns into exit code 3.
+- `ResilientTracker`: the runner's `Tracker` whose MLflow calls are retried
+  with exponential backoff; a call that still fails is written to the run's
+  local spool (`<checkpoint folder>/spool`, see `experiments.spool`) and
+  training goes on. After a failure the link stays "offline" for a cool-down
+  period, so an outage costs one round of retries, not one per call.
+  `flush()` uploads the spool (done automatically at the end of the run);
+  `python -m experiments sync RUN_ID` does it later.
+- `end_run`: end the active run even when the server is down (the final
+  status is then spooled too).
+
+Nothing is lost (every failed call is spooled) and nothing is logged twice
+(metrics carry an explicit step and are checked against the run's history
+before a spooled copy is uploaded; artifacts and tags are overwritten in
+place).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+from experiments import spool as spool_lib
+from experiments import tracking
+
+EXIT_TRACKING_UNAVAILABLE = 3
+SPOOLED_MODEL_URI = "spooled: run `python -m experiments sync RUN_ID` to upload"
+DEFAULT_CHECK_SECONDS = 15.0
+
+
+class TrackingUnavailable(Exception):
+    """The tracking server cannot be reached; the CLI exits with code 3."""
+
+
+class RunFailed(Exception):
+    """The run stopped on purpose (e.g. a non-finite loss); the CLI exits with code 1."""
+
+
+class NonFiniteLoss(RunFailed):
+    """The training loss became NaN or infinite."""
+
+
+class Offline(Exception):
+    """Raised by `Link.call` when the server did not answer after retries."""
+
+
+# --- the reachability check ---------------------------------------------------
+
+
+def is_remote(uri: str) -> bool:
+    return urlparse(uri).scheme in ("http", "https")
+
+
+def check_server(uri: str, timeout: float | None = None) -> None:
+    """Raise `TrackingUnavailable` unless the server at `uri` answers within `timeout` s.
+
+    Only `http(s)://` URIs are checked; any HTTP answer below 500 from
+    `<uri>/health` counts as reachable. Connection errors are retried until
+    the deadline, so a server that is still starting up is waited for.
+    """
+    if not is_remote(uri):
+        return
+    if timeout is None:
+        timeout = float(os.environ.get("ATTN_RNN_TRACKING_TIMEOUT", DEFAULT_CHECK_SECONDS))
+    deadline = time.monotonic() + timeout
+    url = uri.rstrip("/") + "/health"
+    problem = "no answer"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            with urllib.request.urlopen(url, timeout=max(0.5, min(5.0, left))) as answer:
+                if answer.status < 500:
+                    return
+                problem = f"HTTP {answer.status}"
+        except urllib.error.HTTPError as err:
+            if err.code < 500:
+                return
+            problem = f"HTTP {err.code}"
+        except (OSError, ValueError) as err:
+            problem = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    raise TrackingUnavailable(
+        f"the MLflow tracking server at {uri} did not answer within {timeout:g} s "
+        f"({problem}). Start it (for example `mlflow server --host 127.0.0.1 --port 5000 "
+        "--backend-store-uri sqlite:///mlflow.db --serve-artifacts`), fix "
+        "MLFLOW_TRACKING_URI, or unset it to use the local store. Nothing was trained "
+        "or logged."
+    )
+
+
+def configure_http(uri: str) -> None:
+    """Make MLflow's own HTTP retries short; `Link` does the retrying and spooling.
+
+    MLflow retries a failed request 7 times with exponential backoff by
+    default (minutes per call during an outage). Explicit settings in the
+    environment win.
+    """
+    if is_remote(uri):
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+
+
+# --- retrying -------------------------------------------------------------------
+
+
+def is_transient(err: BaseException) -> bool:
+    """Whether `err` looks like the server being unreachable, not a bad request."""
+    if isinstance(err, OSError):  # ConnectionError, timeouts, requests' exceptions
+        return True
+    try:
+        import requests
+
+        if isinstance(err, requests.RequestException):
+            return True
+    except ImportError:  # pragma: no cover - mlflow depends on requests
+        pass
+    try:
+        from mlflow.exceptions import MlflowException
+    except ImportError:  # pragma: no cover
+        return False
+    if isinstance(err, MlflowException):
+        transient_codes = ("TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "INTERNAL_ERROR")
+        text = str(err)
+        return err.error_code in transient_codes or "API request to" in text
+    return False
+
+
+class Link:
+    """Calls with retries and exponential backoff, then an offline cool-down.
+
+    Args:
+        attempts: tries per call while online.
+        backoff: first pause in seconds; doubled after each failed try.
+        cooldown: seconds during which calls fail at once after a call ran
+            out of tries (training is not slowed down by a dead server).
+    """
+
+    def __init__(self, attempts: int = 3, backoff: float = 0.5, cooldown: float = 20.0):
+        self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
+        self.offline_until = 0.0
+        self.warned = False
+
+    def call(self, fn, *args, **kwargs):
+        if time.monotonic() < self.offline_until:
+            raise Offline("tracking server marked offline")
+        last = None
+        for attempt in range(self.attempts):
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - filtered by is_transient
+                if not is_transient(err):
+                    raise
+                last = err
+                if attempt + 1 < self.attempts:
+                    time.sleep(self.backoff * 2**attempt)
+                continue
+            self.offline_until = 0.0
+            return result
+        self.offline_until = time.monotonic() + self.cooldown
+        if not self.warned:
+            self.warned = True
+            print(
+                f"warning: MLflow tracking server not answering ({type(last).__name__}); "
+                "logging to the local spool and continuing",
+                file=sys.stderr,
+            )
+        raise Offline(str(last)) from last
+
+
+# --- the spooling client ----------------------------------------------------------
+
+
+class SpoolingClient:
+    """Wraps an `MlflowClient`: its logging calls are retried, then spooled.
+
+    Reads (and any method not listed here) go straight to the wrapped client.
+    """
+
+    def __init__(self, client, spool: spool_lib.Spool, link: Link):
+        self._client, self._spool, self._link = client, spool, link
+        self.local_steps: dict[str, set[int]] = {}
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def _try(self, fn, *args, **kwargs) -> bool:
+        """True when the call went through; False when it must be spooled."""
+        try:
+            self._link.call(fn, *args, **kwargs)
+        except Offline:
+            return False
+        return True
+
+    def log_batch(self, run_id, metrics=(), params=(), tags=(), **kwargs):
+        metrics, params, tags = list(metrics), list(params), list(tags)
+        for m in metrics:
+            self.local_steps.setdefault(m.key, set()).add(int(m.step))
+        if self._try(self._client.log_batch, run_id, metrics, params, tags, **kwargs):
+            return
+        if metrics:
+            rows = [[m.key, m.value, m.timestamp, m.step] for m in metrics]
+            self._spool.append({"op": "metrics", "metrics": rows})
+        if params:
+            self._spool.append({"op": "params", "params": {p.key: p.value for p in params}})
+        if tags:
+            self._spool.append({"op": "tags", "tags": {t.key: t.value for t in tags}})
+
+    def log_param(self, run_id, key, value, **kwargs):
+        if not self._try(self._client.log_param, run_id, key, value, **kwargs):
+            self._spool.append({"op": "params", "params": {key: str(value)}})
+
+    def set_tag(self, run_id, key, value, **kwargs):
+        if not self._try(self._client.set_tag, run_id, key, value, **kwargs):
+            self._spool.append({"op": "tags", "tags": {key: str(value)}})
+
+    def _spool_bytes(self, artifact_path: str, write) -> None:
+        tmp, final = self._spool.new_file(Path(artifact_path).name)
+        write(tmp)
+        name = self._spool.commit_file(tmp, final)
+        self._spool.append({"op": "artifact", "file": name, "path": artifact_path})
+
+    def log_text(self, run_id, text, artifact_file):
+        if not self._try(self._client.log_text, run_id, text, artifact_file):
+            self._spool_bytes(artifact_file, lambda p: p.write_text(text, encoding="utf-8"))
+
+    def log_dict(self, run_id, dictionary, artifact_file):
+        if self._try(self._client.log_dict, run_id, dictionary, artifact_file):
+            return
+
+        def write(path: Path) -> None:
+            import yaml
+
+            if Path(artifact_file).suffix in (".yml", ".yaml"):
+                text = yaml.safe_dump(dictionary, indent=2, default_flow_style=False)
+            else:
+                text = json.dumps(dictionary, indent=2, default=str)
+            path.write_text(text, encoding="utf-8")
+
+        self._spool_bytes(artifact_file, write)
+
+    def log_figure(self, run_id, figure, artifact_file, **kwargs):
+        if self._try(self._client.log_figure, run_id, figure, artifact_file, **kwargs):
+            return
+        fmt = Path(artifact_file).suffix.lstrip(".") or "png"
+        self._spool_bytes(artifact_file, lambda p: figure.savefig(p, format=fmt))
+
+    def log_table(self, run_id, data, artifact_file):
+        if self._try(self._client.log_table, run_id, data, artifact_file):
+            return
+        import pandas as pd
+
+        frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+        payload = json.loads(frame.to_json(orient="split", index=False))
+        tmp, final = self._spool.new_file(Path(artifact_file).name)
+        tmp.write_text(json.dumps(payload), encoding="utf-8")
+        name = self._spool.commit_file(tmp, final)
+        self._spool.append({"op": "table", "file": name, "path": artifact_file})
+
+    def log_artifact(self, run_id, local_path, artifact_path=None):
+        if self._try(self._client.log_artifact, run_id, local_path, artifact_path):
+            return
+        name = Path(local_path).name
+        target = f"{artifact_path}/{name}" if artifact_path else name
+        self._spool_bytes(target, lambda p: shutil.copyfile(local_path, p))
+
+
+class ResilientTracker(tracking.Tracker):
+    """The runner's `Tracker`, with retries and a local spool under `folder/spool`."""
+
+    def __init__(self, client, run_id: str, folder: Path, link: Link | None = None):
+        self.raw_client = client
+        self.link = link or Link()
+        self.spool = spool_lib.Spool(Path(folder) / spool_lib.SPOOL_DIR)
+        super().__init__(SpoolingClient(client, self.spool, self.link), run_id)
+
+    def logged_steps(self, key: str) -> set[int]:
+        """Steps of `key` on the server (or logged by this process) plus spooled ones."""
+        try:
+            history = self.link.call(self.raw_client.get_metric_history, self.run_id, key)
+            steps = {m.step for m in history}
+        except Offline:
+            steps = set(self.client.local_steps.get(key, set()))
+        return steps | self.spool.spooled_steps(key)
+
+    def log_model(self, model) -> str:
+        try:
+            return self.link.call(super().log_model, model)
+        except Offline:
+            pass
+        tmp, final = self.spool.new_file("model.keras")  # tmp keeps the .keras suffix
+        model.save(tmp)
+        name = self.spool.commit_file(tmp, final)
+        self.spool.append({"op": "model", "file": name})
+        return SPOOLED_MODEL_URI
+
+    def flush(self) -> bool:
+        """Upload the spool now; True when nothing is left in it."""
+        if not self.spool.exists():
+            return True
+        self.link.offline_until = 0.0
+        try:
+            self.link.call(
+                spool_lib.replay,
+                self.spool,
+                self.raw_client,
+                self.run_id,
+                log_model=lambda path: tracking.Tracker.log_model(self, load_keras(path)),
+            )
+        except Exception as err:  # noqa: BLE001 - never fail a finished run over its spool
+            if not isinstance(err, Offline):
+                print(f"warning: uploading the spool failed: {err!r}", file=sys.stderr)
+            left = len(self.spool.pending())
+            print(
+                f"warning: {left} tracking record(s) of run {self.run_id} stay spooled in "
+                f"{self.spool.folder}; upload them with `python -m experiments sync "
+                f"{self.run_id}`",
+                file=sys.stderr,
+            )
+            return False
+        self.spool.clear()
+        return True
+
+
+def load_keras(path) -> object:
+    """Load a `.keras` file with `safe_mode=True` (no lambdas, no arbitrary code)."""
+    import keras
+
+    import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes
+
+    return keras.saving.load_model(path, safe_mode=True)
+
+
+def end_run(tracker, status: str) -> None:
+    """Upload the spool, then end the active run with `status`, spooling it if offline."""
+    import mlflow
+
+    if isinstance(tracker, ResilientTracker):
+        tracker.flush()
+    try:
+        mlflow.end_run(status)  # pops the local active run first, then tells the server
+        return
+    except Exception as err:  # noqa: BLE001 - only an unreachable server is tolerated
+        if not isinstance(tracker, ResilientTracker) or not is_transient(err):
+            raise
+    end_time = int(time.time() * 1000)
+    try:
+        tracker.link.offline_until = 0.0
+        tracker.link.call(tracker.raw_client.set_terminated, tracker.run_id, status, end_time)
+    except Offline:
+        tracker.spool.append({"op": "status", "status": status, "end_time": end_time})
+        print(
+            f"warning: run {tracker.run_id} ended {status} while the tracking server was "
+            f"unreachable; run `python -m experiments sync {tracker.run_id}` to upload",
+            file=sys.stderr,
+        )

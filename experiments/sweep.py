@@ -1,0 +1,116 @@
+"""`sweep`: a parent MLflow run with one nested run per grid point."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import yaml
+
+from experiments import config as config_lib
+from experiments import tracking, training
+from experiments.config import ConfigError
+
+PRIMARY_METRIC = {
+    "classification": "test_accuracy",
+    "seq2seq": "test_exact_match",
+    "lm": "test_bits_per_char",
+}
+
+
+def parse_grid(specs: list[str]) -> list[tuple[str, list[str]]]:
+    """`["a.b=1,2", "c=x,y"]` -> `[("a.b", ["1", "2"]), ("c", ["x", "y"])]`."""
+    if not specs:
+        raise ConfigError(
+            "sweep needs at least one --grid KEY=V1,V2 (for example "
+            "--grid model.attention.score=dot,general,additive)"
+        )
+    grid = []
+    for spec in specs:
+        key, sep, raw = spec.partition("=")
+        values = [v.strip() for v in raw.split(",")]
+        if not sep or not key.strip() or not all(values):
+            raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,... with non-empty values")
+        grid.append((key.strip(), values))
+    return grid
+
+
+def grid_points(grid) -> list[list[str]]:
+    """The cartesian product of the grid as lists of `key=value` overrides."""
+    keys = [k for k, _ in grid]
+    return [
+        [f"{k}={v}" for k, v in zip(keys, combo)]
+        for combo in itertools.product(*(v for _, v in grid))
+    ]
+
+
+def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
+    """Validate every point, then train each as a nested run; return the parent run id."""
+    import mlflow
+
+    base = config_lib.read_yaml(path)
+    points = grid_points(parse_grid(specs))
+    prepared = [
+        training.prepare(config_lib.validate(config_lib.apply_overrides(base, overrides + p)))
+        for p in points
+    ]
+    client = tracking.connect()
+    cfg0 = prepared[0].cfg
+    parent = mlflow.start_run(
+        experiment_id=tracking.experiment_id(client, cfg0.tracking.experiment),
+        run_name=cfg0.tracking.run_name or f"sweep-{prepared[0].task.name}",
+    )
+    tracker = tracking.Tracker(client, parent.info.run_id)
+    status = "FAILED"
+    try:
+        tracker.set_tags({"sweep": "parent", "task": prepared[0].task.name})
+        tracker.log_params({"grid": " ".join(specs), "num_points": len(points)})
+        tracker.log_text(yaml.safe_dump(base, sort_keys=False), "base_config.yaml")
+        rows = []
+        for index, (point, item) in enumerate(zip(points, prepared), start=1):
+            _progress(index, len(points), point)
+            child = training.execute(item, parent_run_id=parent.info.run_id)
+            rows.append(_summary_row(client, child, point))
+        _progress(len(points), len(points), ["done"], end="\n")
+        _log_comparison(tracker, rows, PRIMARY_METRIC[prepared[0].task.kind])
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        mlflow.end_run(status)
+    return parent.info.run_id
+
+
+def _progress(done: int, total: int, point: list[str], end: str = "\n") -> None:
+    width = 20
+    filled = int(width * (done - 1 if point != ["done"] else done) / total)
+    bar = "#" * filled + "-" * (width - filled)
+    print(f"sweep [{bar}] {done}/{total} {' '.join(point)}", file=sys.stderr, end=end, flush=True)
+
+
+def _summary_row(client, run_id: str, point: list[str]) -> dict:
+    run = client.get_run(run_id)
+    row = {"run_id": run_id, "point": " ".join(point)}
+    row.update(dict(p.split("=", 1) for p in point))
+    row.update(
+        {k: v for k, v in sorted(run.data.metrics.items()) if k.startswith(("test_", "val_"))}
+    )
+    return row
+
+
+def _log_comparison(tracker, rows: list[dict], metric: str) -> None:
+    """The comparison table (JSON + CSV) and a bar plot of the primary metric."""
+    from matplotlib.figure import Figure
+
+    tracker.log_table(rows, "comparison.json")
+    labels = [r["point"] for r in rows]
+    values = [r.get(metric, float("nan")) for r in rows]
+    fig = Figure(figsize=(max(4.0, 1.2 * len(rows) + 2), 4))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar(range(len(rows)), values, color="tab:blue")
+    ax.set_xticks(range(len(rows)), labels=labels, rotation=30, ha="right")
+    ax.set_ylabel(metric)
+    ax.set_title(f"sweep: {metric}")
+    fig.tight_layout()
+    tracker.log_figure(fig, "comparison.png")

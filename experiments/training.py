@@ -1,0 +1,277 @@
+"""One tracked run: seed, data, model, a single `fit`, evaluation and logging.
+
+`prepare` does everything that can fail on bad input (config resolution,
+task data) before MLflow is touched; `execute` then creates or reopens the
+run and trains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments import callbacks as cb
+from experiments import (
+    checkpoints,
+    distribute,
+    evaluation,
+    guards,
+    metrics,
+    modeling,
+    resilient,
+    tracking,
+)
+from experiments.config import ConfigError, ExperimentConfig
+from experiments.tasks import Task, build_task
+from experiments.tasks.base import PAD
+
+
+@dataclass
+class Prepared:
+    """A validated config with its task data, ready to train."""
+
+    cfg: ExperimentConfig
+    task: Task
+
+
+def prepare(cfg: ExperimentConfig) -> Prepared:
+    """Build the task data and fill config defaults that depend on the task."""
+    task = build_task(cfg.task)
+    cfg = cfg.model_copy(deep=True)
+    cfg.model.attention.score = modeling.resolved_score(cfg, task)
+    if cfg.model.bidirectional is None:
+        cfg.model.bidirectional = task.kind == "classification"
+    if cfg.generate.max_length is None:
+        cfg.generate.max_length = evaluation.decode_length(task, cfg.generate)
+    if cfg.train.early_stopping and not _known_metric(cfg.train.early_stopping.monitor, task):
+        raise ConfigError(
+            f"invalid config:\n  train.early_stopping.monitor: got "
+            f"{cfg.train.early_stopping.monitor!r}; expected a metric this task logs, "
+            f"one of {', '.join(sorted(epoch_metric_names(task)))}"
+        )
+    return Prepared(cfg, task)
+
+
+def epoch_metric_names(task: Task) -> set[str]:
+    """Names of the metrics logged each epoch for this task."""
+    names = {"loss", "val_loss", "epoch_seconds", "tokens_per_second", "attention_entropy"}
+    per_kind = {
+        "classification": ["accuracy", "macro_f1"],
+        "seq2seq": ["token_accuracy", "exact_match"],
+        "lm": ["perplexity", "bits_per_char"],
+    }[task.kind]
+    names |= {f"val_{n}" for n in per_kind}
+    if task.kind == "classification":
+        names.add("accuracy")
+    if task.val.alignment is not None:
+        names.add("alignment_accuracy")
+    return names
+
+
+def _known_metric(name: str, task: Task) -> bool:
+    return name in epoch_metric_names(task)
+
+
+def execute(
+    prepared: Prepared,
+    *,
+    resume_run_id: str | None = None,
+    parent_run_id: str | None = None,
+    checkpoint_folder: Path | None = None,
+) -> str:
+    """Train and log one run (new, nested under `parent_run_id`, or resumed); return its id.
+
+    A resumed run continues from the checkpoint in `checkpoint_folder`.
+    """
+    import keras
+    import mlflow
+
+    cfg, task = prepared.cfg, prepared.task
+    distribute.check(cfg)
+    if not distribute.is_chief(cfg.train.distribute):
+        return distribute.run_worker(prepared, _train)  # trains, logs and saves nothing
+    client = tracking.connect()
+    if resume_run_id is None:
+        run = mlflow.start_run(
+            experiment_id=tracking.experiment_id(client, cfg.tracking.experiment),
+            run_name=cfg.tracking.run_name,
+            parent_run_id=parent_run_id,
+            nested=parent_run_id is not None,
+        )
+    else:
+        run = mlflow.start_run(run_id=resume_run_id, nested=mlflow.active_run() is not None)
+    run_id = run.info.run_id
+    folder = checkpoint_folder or tracking.checkpoint_root(cfg) / run_id
+    tracker = resilient.ResilientTracker(client, run_id, folder)  # retries, then spools
+    policy = keras.config.dtype_policy()
+    status = "FAILED"
+    try:
+        if resume_run_id is None:
+            _log_start(tracker, cfg, task, folder)
+        _train(cfg, task, tracker, folder)
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        keras.config.set_dtype_policy(policy)
+        resilient.end_run(tracker, status)  # uploads the spool first
+    return run_id
+
+
+def _log_start(tracker, cfg, task, folder: Path) -> None:
+    from experiments import config as config_lib
+
+    tracker.log_params(config_lib.flatten(config_lib.to_dict(cfg)))
+    tracker.set_tags(
+        {
+            "task": task.name,
+            "task_kind": task.kind,
+            "model": modeling.model_type(task),
+            "score": cfg.model.attention.score,
+            "checkpoint_dir": str(folder),
+            **tracking.environment_tags(),
+            **cfg.tracking.tags,
+        }
+    )
+    tracker.log_config(cfg)
+    tracker.log_dict(task.vocabularies(), "vocab.json")
+
+
+def _strategy(name: str):
+    import tensorflow as tf
+
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return None
+
+
+def _compile(model, cfg, task) -> None:
+    import keras
+
+    kwargs = {"learning_rate": cfg.train.learning_rate}
+    if cfg.train.clipnorm:
+        kwargs["clipnorm"] = cfg.train.clipnorm
+    optimizer = {
+        "adam": keras.optimizers.Adam,
+        "adamw": keras.optimizers.AdamW,
+        "rmsprop": keras.optimizers.RMSprop,
+        "sgd": keras.optimizers.SGD,
+    }[cfg.train.optimizer](**kwargs)
+    ignore = None if task.kind == "classification" else PAD
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=ignore),
+        metrics=["accuracy"] if task.kind == "classification" else None,
+        jit_compile=cfg.train.jit_compile,
+        run_eagerly=cfg.train.run_eagerly,
+    )
+
+
+def _train(cfg, task, tracker, folder: Path) -> None:
+    import keras
+
+    seed = cfg.train.seed
+    keras.utils.set_random_seed(seed)
+    if cfg.train.mixed_precision:
+        keras.config.set_dtype_policy("mixed_float16")
+    strategy = distribute.make_strategy(cfg.train.distribute)
+    distribute.check_batch(strategy, cfg.train.batch_size)
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = modeling.build_model(cfg, task)
+        _compile(model, cfg, task)
+        model(task.train.take(slice(0, 2)).inputs)  # build the weights
+    state = checkpoints.load_state(folder)
+    initial_epoch = 0
+    if state is not None:
+        checkpoints.restore(folder, model, state)
+        initial_epoch = state["epoch"] + 1  # also the 1-based step of the checkpointed epoch
+        if initial_epoch not in tracker.logged_steps("loss"):
+            # Interrupted between checkpoint and logging: log that epoch now, once.
+            tracker.log_metrics(state["logs"], initial_epoch)
+    batches = cb.EpochBatches(task.train, cfg.train.batch_size, seed, initial_epoch)
+    callbacks = make_callbacks(cfg, task, tracker, folder, batches, state)
+    if initial_epoch < cfg.train.epochs:
+        model.fit(
+            batches,
+            validation_data=(task.val.inputs, task.val.y),
+            validation_batch_size=cfg.train.batch_size,
+            epochs=cfg.train.epochs,
+            initial_epoch=initial_epoch,
+            callbacks=callbacks,
+            verbose=cfg.train.verbose,
+        )
+    _finish(model, cfg, task, tracker)
+
+
+def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
+    """Clock, evaluation, early stopping, checkpoint, MLflow logging — in that order."""
+    tokens = int((task.train.x != PAD).sum())
+    if task.train.x_dec is not None:
+        tokens += int((task.train.y != PAD).sum())
+    evaluation_split = task.val.take(slice(0, cfg.train.eval_examples))
+    out = [
+        guards.NonFiniteLossGuard(tracker, folder),  # before the checkpoint
+        cb.EpochClock(batches, cfg.train.seed, tokens),
+        cb.EvalMetrics(task, evaluation_split),
+    ]
+    stopper = None
+    if cfg.train.early_stopping:
+        es = cfg.train.early_stopping
+        stopper = cb.ResumableEarlyStopping(
+            restored=(state or {}).get("early_stopping"),
+            monitor=es.monitor,
+            patience=es.patience,
+            mode=es.mode,
+            min_delta=es.min_delta,
+        )
+        out.append(stopper)
+    out.append(cb.Checkpoint(folder, stopper))
+    out.append(
+        cb.RunLogger(
+            tracker,
+            task,
+            cfg.generate,
+            cfg.tracking.heatmap_every,
+            cfg.tracking.num_samples,
+        )
+    )
+    return out
+
+
+def _finish(model, cfg, task, tracker) -> None:
+    """Test metrics, final heatmaps, confusion matrix, samples and the model itself."""
+    import numpy as np
+
+    last_step = max(tracker.logged_steps("loss") or {0})
+    test = task.test.take(slice(0, cfg.train.eval_examples))
+    results = evaluation.evaluate(model, task, test)
+    tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
+    cb.log_heatmaps(tracker, model, task, "heatmaps/final")
+    if task.kind == "classification":
+        predictions = np.argmax(modeling.predict_logits(model, test.inputs), -1)
+        matrix = metrics.confusion_matrix(test.y, predictions, len(task.class_names))
+        tracker.log_dict(
+            {"classes": task.class_names, "matrix": matrix.tolist()}, "confusion_matrix.json"
+        )
+        tracker.log_figure(
+            evaluation.confusion_figure(matrix, task.class_names), "confusion_matrix.png"
+        )
+    rows = evaluation.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
+    if rows:
+        tracker.log_table(rows, "samples/final.json")
+    if cfg.tracking.log_model:
+        example = task.probes.take(slice(0, 2))
+        expected = modeling.predict_logits(model, example.inputs)
+        tracker.log_dict(_example_json(example.inputs), "input_example.json")
+        tracker.log_array(expected, "expected_output.npy")
+        tracker.set_tags({"model_uri": tracker.log_model(model)})
+
+
+def _example_json(inputs) -> dict:
+    if isinstance(inputs, list):
+        return {"source": inputs[0].tolist(), "target_in": inputs[1].tolist()}
+    return {"tokens": inputs.tolist()}

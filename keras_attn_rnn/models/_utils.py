@@ -1,0 +1,120 @@
+"""Argument checks, RNN construction and cache helpers shared by the ready models."""
+
+import keras
+from keras import ops
+
+from keras_attn_rnn import scores
+from keras_attn_rnn.layers import _common
+
+RNN_KINDS = ("lstm", "gru")
+
+
+def check_choice(name, value, choices):
+    if value not in choices:
+        expected = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {expected}. Received: {name}={value!r}")
+
+
+def check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False. Received: {name}={value!r}")
+
+
+def attention_options(attention, defaults):
+    """`attention` (a dict or None) merged over `defaults`; unknown keys raise."""
+    if attention is None:
+        attention = {}
+    if not isinstance(attention, dict):
+        raise ValueError(
+            f"attention must be a dict with keys among {sorted(defaults)}. "
+            f"Received: attention={attention!r}"
+        )
+    unknown = sorted(set(attention) - set(defaults))
+    if unknown:
+        raise ValueError(
+            f"attention accepts the keys {sorted(defaults)}; unknown keys {unknown}. "
+            f"Received: attention={attention!r}"
+        )
+    options = {**defaults, **attention}
+    if options.get("score") is None:
+        options["score"] = defaults["score"]
+    scores.get(options["score"])  # raises the score error for unknown names
+    _common.check_positive_int("attention['units']", options.get("units"))
+    return options
+
+
+def serialize_attention(options):
+    return {
+        key: scores.serialize(value) if key == "score" else value for key, value in options.items()
+    }
+
+
+def make_rnn(kind, units, name, dtype, **kwargs):
+    """A `keras.layers.LSTM` or `GRU` layer."""
+    layer = keras.layers.LSTM if kind == "lstm" else keras.layers.GRU
+    return layer(units, name=name, dtype=dtype, **kwargs)
+
+
+def make_cell(kind, units, name, dtype):
+    cell = keras.layers.LSTMCell if kind == "lstm" else keras.layers.GRUCell
+    return cell(units, name=name, dtype=dtype)
+
+
+def cell_step(rnn_layer, inputs, states):
+    """One step of a built `LSTM`/`GRU` layer's cell: `(B, d_in)` -> `(B, units)`, new states."""
+    output, new_states = rnn_layer.cell(inputs, list(states), training=False)
+    if not isinstance(new_states, (list, tuple)):
+        new_states = [new_states]
+    return output, list(new_states)
+
+
+def embed_step(embedding, token):
+    """Embeds one step of tokens `(B,)` without attaching a Keras mask to the result."""
+    return embedding.call(ops.cast(token, "int32"))
+
+
+def logits_dtype(policy):
+    """Output layers compute in float32 under mixed precision (Keras's advice)."""
+    return "float32" if policy.compute_dtype in ("float16", "bfloat16") else policy
+
+
+def base_config(model):
+    return {
+        "name": model.name,
+        "trainable": model.trainable,
+        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
+    }
+
+
+def last_valid(sequence, lengths):
+    """`sequence[b, lengths[b] - 1]` for a `(B, T, ...)` tensor."""
+    index = ops.reshape(ops.cast(lengths, "int32") - 1, (-1,) + (1,) * (len(sequence.shape) - 1))
+    return ops.squeeze(ops.take_along_axis(sequence, index, axis=1), 1)
+
+
+def pad_time(sequence, extra):
+    """Pads a `(B, T, ...)` tensor with `extra` zero steps at the end of axis 1."""
+    if extra == 0:
+        return sequence
+    widths = [(0, 0)] * len(sequence.shape)
+    widths[1] = (0, extra)
+    return ops.pad(sequence, widths)
+
+
+def write_at(cache, position, value):
+    """Returns `cache` `(B, L, d)` with `value` `(B, d)` written at `position[b]` in row `b`."""
+    length = ops.shape(cache)[1]
+    hit = ops.expand_dims(
+        ops.equal(ops.arange(length, dtype="int32")[None, :], ops.expand_dims(position, 1)), -1
+    )
+    return ops.where(hit, ops.cast(ops.expand_dims(value, 1), cache.dtype), cache)
+
+
+def config_with_attention(config):
+    """A model config with its serialized `attention["score"]` turned back into a layer."""
+    config = dict(config)
+    attention = dict(config.get("attention") or {})
+    if isinstance(attention.get("score"), dict):
+        attention["score"] = scores.get(attention["score"])
+    config["attention"] = attention
+    return config

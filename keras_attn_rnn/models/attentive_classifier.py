@@ -1,0 +1,142 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.layers import AttentionPooling, _common
+from keras_attn_rnn.models import _utils
+
+_ATTENTION_DEFAULTS = {"score": "tanh_dot", "query": "learned", "units": None, "query_value": None}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class AttentiveClassifier(keras.Model):
+    """Sequence classifier: embedding, (bi)RNN stack, attention pooling, logits.
+
+    Args:
+        vocab_size: number of token ids; id 0 is padding.
+        num_classes: number of classes.
+        embedding_dim: size of the token embeddings.
+        rnn: `"lstm"` or `"gru"`.
+        units: RNN size (per direction when bidirectional).
+        bidirectional: wrap each RNN layer in `keras.layers.Bidirectional`.
+        num_layers: number of stacked RNN layers.
+        attention: dict with `score` (default `"tanh_dot"`), `query`
+            (`"learned"` or `"fixed"`), `units` (size of the query) and
+            `query_value` (the constant query for `query="fixed"`), passed
+            to `AttentionPooling`.
+        dropout: dropout rate on the embeddings, between RNN layers and on
+            the pooled vector.
+
+    Call arguments:
+        tokens: int `(B, T)`, padded with 0.
+        training: whether dropout is active.
+        return_attention_scores: also return the pooling weights.
+
+    Returns:
+        logits `(B, num_classes)` (no softmax), and the float32 attention
+        weights `(B, T)` when `return_attention_scores=True`.
+
+    Padding positions (id 0) are masked in the RNNs and get attention weight
+    exactly 0.
+
+    Example:
+
+    >>> model = AttentiveClassifier(vocab_size=30, num_classes=3, units=8)
+    >>> model(keras.ops.ones((2, 5), "int32")).shape
+    (2, 3)
+
+    Reference:
+        Yang et al., 2016, "Hierarchical Attention Networks for Document
+        Classification".
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        num_classes,
+        embedding_dim=64,
+        rnn="lstm",
+        units=64,
+        bidirectional=True,
+        num_layers=1,
+        attention=None,
+        dropout=0.0,
+        **kwargs,
+    ):
+        _common.check_positive_int("vocab_size", vocab_size, allow_none=False)
+        _common.check_positive_int("num_classes", num_classes, allow_none=False)
+        _common.check_positive_int("embedding_dim", embedding_dim, allow_none=False)
+        _common.check_positive_int("units", units, allow_none=False)
+        _common.check_positive_int("num_layers", num_layers, allow_none=False)
+        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        _utils.check_bool("bidirectional", bidirectional)
+        _common.check_dropout(dropout)
+        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.num_classes = num_classes
+        self.embedding_dim = embedding_dim
+        self.rnn = rnn
+        self.units = units
+        self.bidirectional = bidirectional
+        self.num_layers = num_layers
+        self.attention = options
+        self.dropout = dropout
+        dtype = self.dtype_policy
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, mask_zero=True, dtype=dtype, name="embedding"
+        )
+        self.rnn_layers = []
+        for i in range(num_layers):
+            layer = _utils.make_rnn(rnn, units, f"rnn_{i}", dtype, return_sequences=True)
+            if bidirectional:
+                layer = keras.layers.Bidirectional(layer, dtype=dtype, name=f"bidirectional_{i}")
+            self.rnn_layers.append(layer)
+        self.pooling = AttentionPooling(
+            score=options["score"],
+            units=options["units"],
+            query=options["query"],
+            query_value=options["query_value"],
+            dtype=dtype,
+            name="attention_pooling",
+        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
+        self.output_layer = keras.layers.Dense(
+            num_classes, dtype=_utils.logits_dtype(dtype), name="logits"
+        )
+
+    def call(self, tokens, training=None, return_attention_scores=False):
+        mask = ops.not_equal(tokens, 0)
+        x = self.dropout_layer(self.embedding(tokens), training=training)
+        for i, layer in enumerate(self.rnn_layers):
+            if i:
+                x = self.dropout_layer(x, training=training)
+            x = layer(x, mask=mask, training=training)
+        pooled, weights = self.pooling(
+            x, mask=mask, training=training, return_attention_scores=True
+        )
+        logits = self.output_layer(self.dropout_layer(pooled, training=training))
+        if return_attention_scores:
+            return logits, weights
+        return logits
+
+    def attention_weights(self, tokens):
+        """The float32 attention weights `(B, T)` of `tokens` (inference mode)."""
+        return self(tokens, training=False, return_attention_scores=True)[1]
+
+    def get_config(self):
+        return {
+            **_utils.base_config(self),
+            "vocab_size": self.vocab_size,
+            "num_classes": self.num_classes,
+            "embedding_dim": self.embedding_dim,
+            "rnn": self.rnn,
+            "units": self.units,
+            "bidirectional": self.bidirectional,
+            "num_layers": self.num_layers,
+            "attention": _utils.serialize_attention(self.attention),
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_utils.config_with_attention(config))

@@ -1,0 +1,232 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.layers import SequenceAttention, _common
+from keras_attn_rnn.models import _utils
+
+_ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class AttentiveLanguageModel(keras.Model):
+    """RNN language model that attends over its own past hidden states.
+
+    `tokens -> Embedding -> RNN stack -> h`; a causal `SequenceAttention`
+    reads `context_t` from `h_1..h_t`; `tanh(W [h_t; context_t])` (a bias-free
+    Dense named `attention_layer`) feeds the next-token logits.
+
+    Args:
+        vocab_size: number of token ids; id 0 is padding.
+        embedding_dim: size of the token embeddings.
+        units: size of the RNN states (and of the combined vector).
+        rnn: `"lstm"` or `"gru"`.
+        num_layers: number of stacked RNN layers.
+        attention: dict with `score` (any score name or instance, default
+            `"dot"`), `units` (hidden size of `score="additive"`) and
+            `window` (attend only to the last `window + 1` positions).
+        dropout: dropout rate on the embeddings, between RNN layers and
+            before the output layer.
+
+    Call arguments:
+        tokens: int `(B, T)`, right-padded with 0.
+        training: whether dropout is active.
+        return_attention_scores: also return the attention weights.
+
+    Returns:
+        logits `(B, T, vocab_size)` for the token after each position, and
+        the float32 weights `(B, T, T)` when `return_attention_scores=True`.
+
+    Padding positions (id 0) are masked in the RNN and are never attended.
+
+    Generation carries state (see `keras_attn_rnn.generation.generate`):
+    `logits, weights, cache = model.init_cache(prompts, max_length)` runs the
+    prompts once and preallocates a `(B, P + max_length, units)` cache of
+    hidden states and prepared keys; `logits, weights, cache =
+    model.next_logits(token, cache)` is then one RNN step plus one attention
+    over the cache.
+
+    Example:
+
+    >>> model = AttentiveLanguageModel(vocab_size=30, units=16)
+    >>> model(keras.ops.ones((2, 5), "int32")).shape
+    (2, 5, 30)
+
+    Reference:
+        Daniluk et al., 2017, "Frustratingly Short Attention Spans in Neural
+        Language Modeling"; Cheng et al., 2016, "Long Short-Term
+        Memory-Networks for Machine Reading".
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embedding_dim=64,
+        units=128,
+        rnn="lstm",
+        num_layers=1,
+        attention=None,
+        dropout=0.0,
+        **kwargs,
+    ):
+        _common.check_positive_int("vocab_size", vocab_size, allow_none=False)
+        _common.check_positive_int("embedding_dim", embedding_dim, allow_none=False)
+        _common.check_positive_int("units", units, allow_none=False)
+        _common.check_positive_int("num_layers", num_layers, allow_none=False)
+        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        _common.check_dropout(dropout)
+        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
+        _common.check_positive_int("attention['window']", options["window"])
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.rnn = rnn
+        self.num_layers = num_layers
+        self.attention = options
+        self.dropout = dropout
+        dtype = self.dtype_policy
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, mask_zero=True, dtype=dtype, name="embedding"
+        )
+        self.rnn_layers = [
+            _utils.make_rnn(rnn, units, f"rnn_{i}", dtype, return_sequences=True, return_state=True)
+            for i in range(num_layers)
+        ]
+        attention_kwargs = {"units": options["units"]} if options["units"] else {}
+        self.self_attention = SequenceAttention(
+            score=options["score"],
+            window=options["window"],
+            dtype=dtype,
+            name="self_attention",
+            **attention_kwargs,
+        )
+        self.attention_layer = keras.layers.Dense(
+            units, activation="tanh", use_bias=False, dtype=dtype, name="attention_layer"
+        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
+        self.output_layer = keras.layers.Dense(
+            vocab_size, dtype=_utils.logits_dtype(dtype), name="logits"
+        )
+
+    @property
+    def prompt_vocab_size(self):
+        return self.vocab_size
+
+    @property
+    def output_vocab_size(self):
+        return self.vocab_size
+
+    def _forward(self, tokens, training=None):
+        mask = ops.not_equal(tokens, 0)
+        x = self.dropout_layer(self.embedding(tokens), training=training)
+        states = []
+        for i, layer in enumerate(self.rnn_layers):
+            if i:
+                x = self.dropout_layer(x, training=training)
+            x, *layer_states = layer(x, mask=mask, training=training)
+            states.append(layer_states)
+        context, weights = self.self_attention(
+            [x, x],
+            mask=[mask, mask],
+            use_causal_mask=True,
+            return_attention_scores=True,
+            training=training,
+        )
+        logits = self._head(x, context, training)
+        return logits, weights, x, states
+
+    def _head(self, hidden, context, training=None):
+        combined = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
+        return self.output_layer(self.dropout_layer(combined, training=training))
+
+    def call(self, tokens, training=None, return_attention_scores=False):
+        logits, weights, _, _ = self._forward(tokens, training)
+        if return_attention_scores:
+            return logits, weights
+        return logits
+
+    def init_cache(self, prompts, max_length, start_id=None):
+        """Runs the prompts once and preallocates the decoding cache.
+
+        Args:
+            prompts: int `(B, P)`, each row a non-empty prefix right-padded
+                with 0 (no 0 inside a prefix).
+            max_length: number of tokens that will be generated.
+            start_id: if set, prepended to every prompt.
+
+        Returns:
+            `(logits, weights, cache)`: float32 logits `(B, V)` of the token
+            after each prompt, float32 weights `(B, L)` of that position over
+            the cache (`L = P + max_length`, plus 1 with `start_id`), and the
+            cache dict `states` (per RNN layer), `keys` (the score's prepared
+            keys) and `values` `(B, L, .)`, `position` `(B,)` (where the next
+            token goes).
+        """
+        prompts = ops.cast(prompts, "int32")
+        if start_id is not None:
+            start = ops.full((ops.shape(prompts)[0], 1), start_id, dtype="int32")
+            prompts = ops.concatenate([start, prompts], axis=1)
+        if not self.built:
+            self(prompts)
+        lengths = ops.sum(ops.cast(ops.not_equal(prompts, 0), "int32"), axis=1)
+        logits, weights, hidden, states = self._forward(prompts, training=False)
+        values = _utils.pad_time(hidden, max_length)
+        cache = {
+            "states": states,
+            "keys": self.self_attention.score_layer.prepare_keys(values),
+            "values": values,
+            "position": lengths,
+        }
+        weights = _utils.pad_time(_utils.last_valid(weights, lengths), max_length)
+        return ops.cast(_utils.last_valid(logits, lengths), "float32"), weights, cache
+
+    def next_logits(self, token, cache):
+        """One decoding step: feeds `token` `(B,)` and attends over the cache.
+
+        Returns:
+            `(logits (B, V) float32, weights (B, L) float32, new cache)`.
+        """
+        x = _utils.embed_step(self.embedding, token)
+        states = []
+        for layer, layer_states in zip(self.rnn_layers, cache["states"]):
+            x, new_states = _utils.cell_step(layer, x, layer_states)
+            states.append(new_states)
+        position = cache["position"]
+        values = _utils.write_at(cache["values"], position, x)
+        score = self.self_attention.score_layer
+        new_key = ops.squeeze(score.prepare_keys(ops.expand_dims(x, 1)), 1)
+        keys = _utils.write_at(cache["keys"], position, new_key)
+        columns = ops.arange(ops.shape(values)[1], dtype="int32")[None, :]
+        rows = ops.expand_dims(position, 1)
+        visible = ops.less_equal(columns, rows)
+        if self.attention["window"] is not None:
+            visible = ops.logical_and(
+                visible, ops.less_equal(rows - columns, self.attention["window"])
+            )
+        context, weights = _common.attend(
+            score,
+            ops.expand_dims(x, 1),
+            keys,
+            values,
+            mask=ops.expand_dims(visible, 1),
+            normalizer=self.self_attention.normalizer_fn,
+        )
+        logits = self._head(x, ops.squeeze(context, 1))
+        cache = {"states": states, "keys": keys, "values": values, "position": position + 1}
+        return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
+
+    def get_config(self):
+        return {
+            **_utils.base_config(self),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "rnn": self.rnn,
+            "num_layers": self.num_layers,
+            "attention": _utils.serialize_attention(self.attention),
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_utils.config_with_attention(config))

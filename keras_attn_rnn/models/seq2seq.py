@@ -1,0 +1,290 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention, _common
+from keras_attn_rnn.models import _utils
+
+DECODERS = ("bahdanau", "luong")
+_ATTENTION_DEFAULTS = {"score": "additive", "units": None}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class Seq2Seq(keras.Model):
+    """Encoder-decoder with attention, in Bahdanau's or Luong's arrangement.
+
+    The encoder embeds the source (id 0 is padding) and runs an RNN
+    (optionally bidirectional: its final states are then concatenated and
+    projected by `tanh` Dense layers named `bridge_*` to initialise the
+    decoder). The decoder starts from the encoder's final state and reads
+    the encoder outputs (the memory):
+
+    - `decoder="bahdanau"`: an `AttentionDecoder` with input feeding:
+      attention is taken at every step from the new cell output, and the
+      previous attention vector is fed back into the cell's input;
+    - `decoder="luong"`: a decoder RNN runs over the whole target, then a
+      `SequenceAttention` over the memory and `tanh(W [h_t; context_t])`
+      (a bias-free Dense named `attention_layer`) — parallel over time in
+      training.
+
+    Args:
+        source_vocab: number of source token ids; id 0 is padding.
+        target_vocab: number of target token ids; id 0 is padding.
+        embedding_dim: size of both embeddings.
+        units: RNN size (per direction in a bidirectional encoder).
+        rnn: `"lstm"` or `"gru"`.
+        bidirectional: bidirectional encoder.
+        decoder: `"bahdanau"` or `"luong"`.
+        attention: dict with `score` (default `"additive"`) and `units`
+            (hidden size of `score="additive"`).
+        attention_layer_size: size of the attention layer; for `"bahdanau"`
+            `None` uses the context itself, for `"luong"` it defaults to
+            `units`.
+        dropout: dropout rate on the embeddings and before the output layer.
+
+    Call arguments:
+        inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
+            (teacher forcing: `target_in` is the target shifted right behind
+            a start token).
+        training: whether dropout is active.
+        return_attention_scores: also return the alignments.
+
+    Returns:
+        logits `(B, T, target_vocab)`, and float32 alignments `(B, T, S)`
+        when `return_attention_scores=True`.
+
+    Padded source positions get attention weight exactly 0; padded target
+    positions are masked in the decoder.
+
+    Generation carries state (see `keras_attn_rnn.generation.generate`):
+    `logits, alignments, cache = model.init_cache(source, max_length,
+    start_id)` encodes the source, prepares the memory keys once and runs
+    the first decoder step; `logits, alignments, cache =
+    model.next_logits(token, cache)` is one decoder step.
+
+    Example:
+
+    >>> model = Seq2Seq(source_vocab=20, target_vocab=12, units=8)
+    >>> source = keras.ops.ones((2, 6), "int32")
+    >>> target = keras.ops.ones((2, 4), "int32")
+    >>> model([source, target]).shape
+    (2, 4, 12)
+
+    Reference:
+        Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning
+        to Align and Translate"; Luong et al., 2015, "Effective Approaches to
+        Attention-based Neural Machine Translation".
+    """
+
+    is_seq2seq = True
+
+    def __init__(
+        self,
+        source_vocab,
+        target_vocab,
+        embedding_dim=64,
+        units=64,
+        rnn="lstm",
+        bidirectional=False,
+        decoder="bahdanau",
+        attention=None,
+        attention_layer_size=None,
+        dropout=0.0,
+        **kwargs,
+    ):
+        _common.check_positive_int("source_vocab", source_vocab, allow_none=False)
+        _common.check_positive_int("target_vocab", target_vocab, allow_none=False)
+        _common.check_positive_int("embedding_dim", embedding_dim, allow_none=False)
+        _common.check_positive_int("units", units, allow_none=False)
+        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        _utils.check_bool("bidirectional", bidirectional)
+        _utils.check_choice("decoder", decoder, DECODERS)
+        _common.check_positive_int("attention_layer_size", attention_layer_size)
+        _common.check_dropout(dropout)
+        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
+        super().__init__(**kwargs)
+        self.source_vocab = source_vocab
+        self.target_vocab = target_vocab
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.rnn = rnn
+        self.bidirectional = bidirectional
+        self.decoder = decoder
+        self.attention = options
+        self.attention_layer_size = attention_layer_size
+        self.dropout = dropout
+        dtype = self.dtype_policy
+        self.source_embedding = keras.layers.Embedding(
+            source_vocab, embedding_dim, mask_zero=True, dtype=dtype, name="source_embedding"
+        )
+        self.target_embedding = keras.layers.Embedding(
+            target_vocab, embedding_dim, mask_zero=True, dtype=dtype, name="target_embedding"
+        )
+        encoder = _utils.make_rnn(
+            rnn, units, "encoder", dtype, return_sequences=True, return_state=True
+        )
+        self.bridges = []
+        if bidirectional:
+            encoder = keras.layers.Bidirectional(encoder, dtype=dtype, name="bidirectional_encoder")
+            self.bridges = [
+                keras.layers.Dense(units, activation="tanh", dtype=dtype, name=f"bridge_{part}")
+                for part in (("h", "c") if rnn == "lstm" else ("h",))
+            ]
+        self.encoder = encoder
+        attention_kwargs = {"units": options["units"]} if options["units"] else {}
+        if decoder == "bahdanau":
+            self.attention_decoder = AttentionDecoder(
+                _utils.make_cell(rnn, units, "decoder_cell", dtype),
+                score=options["score"],
+                attention_layer_size=attention_layer_size,
+                output_attention=True,
+                input_feeding=True,
+                return_sequences=True,
+                dtype=dtype,
+                name="attention_decoder",
+                **attention_kwargs,
+            )
+        else:
+            self.decoder_rnn = _utils.make_rnn(
+                rnn, units, "decoder", dtype, return_sequences=True, return_state=True
+            )
+            self.cross_attention = SequenceAttention(
+                score=options["score"], dtype=dtype, name="cross_attention", **attention_kwargs
+            )
+            self.attention_layer = keras.layers.Dense(
+                attention_layer_size or units,
+                activation="tanh",
+                use_bias=False,
+                dtype=dtype,
+                name="attention_layer",
+            )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
+        self.output_layer = keras.layers.Dense(
+            target_vocab, dtype=_utils.logits_dtype(dtype), name="logits"
+        )
+
+    @property
+    def prompt_vocab_size(self):
+        return self.source_vocab
+
+    @property
+    def output_vocab_size(self):
+        return self.target_vocab
+
+    def encode(self, source, training=None):
+        """`(memory (B, S, d_m), memory_mask (B, S), initial decoder state list)`."""
+        mask = ops.not_equal(source, 0)
+        x = self.dropout_layer(self.source_embedding(source), training=training)
+        memory, *states = self.encoder(x, mask=mask, training=training)
+        if self.bidirectional:
+            half = len(states) // 2
+            states = [
+                bridge(ops.concatenate([forward, backward], axis=-1))
+                for bridge, forward, backward in zip(self.bridges, states[:half], states[half:])
+            ]
+        return memory, mask, list(states)
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        source, target = inputs
+        memory, memory_mask, states = self.encode(source, training)
+        target_mask = ops.not_equal(target, 0)
+        y = self.dropout_layer(self.target_embedding(target), training=training)
+        if self.decoder == "bahdanau":
+            outputs, alignments = self.attention_decoder(
+                [y, memory],
+                mask=[target_mask, memory_mask],
+                initial_state=states,
+                training=training,
+                return_attention_scores=True,
+            )
+        else:
+            hidden, *_ = self.decoder_rnn(
+                y, mask=target_mask, initial_state=states, training=training
+            )
+            context, alignments = self.cross_attention(
+                [hidden, memory],
+                mask=[target_mask, memory_mask],
+                return_attention_scores=True,
+                training=training,
+            )
+            outputs = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
+        logits = self.output_layer(self.dropout_layer(outputs, training=training))
+        if return_attention_scores:
+            return logits, alignments
+        return logits
+
+    def init_cache(self, prompts, max_length=None, start_id=None):
+        """Encodes the source and runs the first decoder step on `start_id`.
+
+        Args:
+            prompts: source ids `(B, S)`, 0-padded.
+            max_length: unused (the cache does not grow); for the common API.
+            start_id: the first decoder input, an id of the target vocabulary.
+
+        Returns:
+            `(logits, alignments, cache)`: float32 logits `(B, V)` of the
+            first target token, float32 alignments `(B, S)` and the cache (a
+            dict of tensors with the batch first: the decoder state, the
+            memory, its prepared keys and its mask).
+        """
+        if start_id is None:
+            raise ValueError(
+                "Seq2Seq.init_cache needs start_id, the first decoder input. "
+                "Received: start_id=None"
+            )
+        source = ops.cast(prompts, "int32")
+        if not self.built:
+            self([source, ops.ones((ops.shape(source)[0], 1), "int32")])
+        memory, memory_mask, states = self.encode(source, training=False)
+        if self.decoder == "bahdanau":
+            cache = self.attention_decoder.get_initial_state(
+                memory, memory_mask=memory_mask, cell_state=states
+            )
+        else:
+            cache = {
+                "cell_state": states,
+                "keys": self.cross_attention.score_layer.prepare_keys(memory),
+                "memory": memory,
+                "memory_mask": memory_mask,
+            }
+        start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
+        return self.next_logits(start, cache)
+
+    def next_logits(self, token, cache):
+        """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
+        y = _utils.embed_step(self.target_embedding, token)
+        if self.decoder == "bahdanau":
+            output, cache, alignments = self.attention_decoder.step(y, cache)
+        else:
+            hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
+            context, alignments = _common.attend(
+                self.cross_attention.score_layer,
+                ops.expand_dims(hidden, 1),
+                cache["keys"],
+                cache["memory"],
+                mask=ops.expand_dims(cache["memory_mask"], 1),
+                normalizer=self.cross_attention.normalizer_fn,
+            )
+            context, alignments = ops.squeeze(context, 1), ops.squeeze(alignments, 1)
+            output = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
+            cache = {**cache, "cell_state": states}
+        logits = self.output_layer(output)
+        return ops.cast(logits, "float32"), alignments, cache
+
+    def get_config(self):
+        return {
+            **_utils.base_config(self),
+            "source_vocab": self.source_vocab,
+            "target_vocab": self.target_vocab,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "rnn": self.rnn,
+            "bidirectional": self.bidirectional,
+            "decoder": self.decoder,
+            "attention": _utils.serialize_attention(self.attention),
+            "attention_layer_size": self.attention_layer_size,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_utils.config_with_attention(config))

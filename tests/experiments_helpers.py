@@ -1,0 +1,161 @@
+"""Helpers shared by the `tests/test_experiments_*.py` files (tiny configs, store checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+# Small enough that one run takes seconds; eager so no graph is traced.
+TINY = {
+    "model": {"embedding_dim": 8, "units": 8},
+    "train": {
+        "epochs": 1,
+        "batch_size": 16,
+        "eval_examples": 16,
+        "verbose": 0,
+        "run_eagerly": True,
+    },
+    "tracking": {"experiment": "tests", "num_samples": 0},
+}
+
+TINY_TASKS = {
+    "needle": {"name": "needle", "num_examples": 64, "max_length": 12, "num_probes": 1},
+    "reverse": {"name": "reverse", "num_examples": 64, "max_length": 6, "num_probes": 1},
+    "dates": {"name": "dates", "num_examples": 64, "num_probes": 1},
+    "addition": {"name": "addition", "num_examples": 64, "digits": 2, "num_probes": 1},
+    "charlm": {"name": "charlm", "max_chars": 2000, "seq_length": 16, "num_probes": 1},
+    "textcls": {"name": "textcls", "path": None, "max_length": 12, "num_probes": 1},
+}
+
+
+def write_config(folder: Path, task: dict, name: str = "config.yaml", **sections) -> Path:
+    """Write a tiny config for `task`; `sections` update the TINY defaults section-wise."""
+    data = {"task": dict(task)}
+    for key, value in TINY.items():
+        extra = sections.get(key, {})
+        data[key] = {**value, **extra} if isinstance(extra, dict) else extra
+    for key, value in sections.items():
+        if key not in data:
+            data[key] = value
+    path = Path(folder) / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def write_text_dataset(folder: Path, rows: int = 64, suffix: str = ".csv") -> Path:
+    """A small two-class text dataset as CSV or JSONL."""
+    words = {"good": ["great", "fine", "lovely"], "bad": ["awful", "poor", "dull"]}
+    records = []
+    for i in range(rows):
+        label = "good" if i % 2 else "bad"
+        records.append({"text": f"it was {words[label][i % 3]} really {i}", "label": label})
+    path = Path(folder) / f"texts{suffix}"
+    if suffix == ".csv":
+        lines = ["text,label"] + [f"{r['text']},{r['label']}" for r in records]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def store_uri(folder: Path) -> str:
+    return f"sqlite:///{Path(folder) / 'mlruns' / 'mlflow.db'}"
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `folder` with its size and mtime, to prove nothing changed."""
+    folder = Path(folder)
+    if not folder.exists():
+        return {}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def runs(uri: str, experiment: str = "tests"):
+    """All runs of `experiment`, newest first."""
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"])
+
+
+def artifact_paths(uri: str, run_id: str) -> set[str]:
+    """All artifact file paths of a run, recursively."""
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    out, todo = set(), [None]
+    while todo:
+        for info in client.list_artifacts(run_id, todo.pop()):
+            (todo.append(info.path) if info.is_dir else out.add(info.path))
+    return out
+
+
+LOADER = r"""
+import json, sys, traceback
+import numpy as np
+import mlflow, mlflow.keras
+import keras_attn_rnn  # registers the library's serializable classes
+print("ready", flush=True)
+for line in sys.stdin:
+    uri, run_id, model_uri = line.split()
+    try:
+        mlflow.set_tracking_uri(uri)
+        folder = mlflow.artifacts.download_artifacts(run_id=run_id)
+        example = json.load(open(folder + "/input_example.json"))
+        expected = np.load(folder + "/expected_output.npy")
+        inputs = [np.array(v, dtype="int32") for v in example.values()]
+        model = mlflow.keras.load_model(model_uri)
+        got = np.asarray(model(inputs if len(inputs) > 1 else inputs[0], training=False))
+        reply = {"run_id": run_id, "max_abs_diff": float(np.max(np.abs(got - expected)))}
+    except Exception:
+        reply = {"run_id": run_id, "error": traceback.format_exc()}
+    print(json.dumps(reply), flush=True)
+"""
+
+
+class ModelLoader:
+    """A fresh Python process that loads logged models with `mlflow.keras.load_model`.
+
+    One process serves many checks (its imports happen once, and overlap the
+    in-process training); each check sends one line and reads one line back.
+    """
+
+    def __init__(self, cwd: Path):
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", LOADER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=cwd,
+            env=env,
+        )
+
+    def check(self, uri: str, run_id: str, model_uri: str) -> dict:
+        """Load one model; returns `{"max_abs_diff": ...}` against the logged output."""
+        self.proc.stdin.write(f"{uri} {run_id} {model_uri}\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"model loader exited with {self.proc.wait()}")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)

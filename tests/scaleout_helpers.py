@@ -1,0 +1,148 @@
+"""Helpers for the `tests/test_scaleout_*.py` files: free ports, an MLflow server, subprocess runs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs the CLI in a fresh interpreter with TensorFlow's deterministic ops enabled.
+DETERMINISTIC_MAIN = r"""
+import sys
+import tensorflow as tf
+tf.config.experimental.enable_op_determinism()
+from experiments.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python: CPU only, quiet TF, the project importable."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "MLFLOW_RUN_ID")}
+    env.update(
+        TF_CPP_MIN_LOG_LEVEL="3",
+        CUDA_VISIBLE_DEVICES="",
+        KERAS_BACKEND="tensorflow",
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    env.update(extra)
+    return env
+
+
+def cli(args: list[str], env: dict, cwd: Path, deterministic: bool = False, **popen):
+    """Start `python -m experiments ARGS` (or the deterministic wrapper) as a child process."""
+    head = ["-c", DETERMINISTIC_MAIN] if deterministic else ["-m", "experiments"]
+    return subprocess.Popen(
+        [sys.executable, *head, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
+class MlflowServer:
+    """`mlflow server` with a SQLite backend and the artifact proxy, on a free 127.0.0.1 port.
+
+    Started in its own process group, and stopped by that PID (the MLflow CLI
+    runs the web server as its child).
+    """
+
+    def __init__(self, folder: Path, port: int | None = None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120.0) -> MlflowServer:
+        command = [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--backend-store-uri",
+            f"sqlite:///{self.folder / 'server.db'}",
+            "--artifacts-destination",
+            str(self.folder / "artifacts"),
+            "--serve-artifacts",
+            "--workers",
+            "1",
+        ]
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.folder,
+            env=child_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),  # no job workers
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mlflow server exited:\n{self.log()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.uri + "/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"mlflow server did not start in {timeout} s:\n{self.log()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGKILL) -> None:
+        """Kill the server's process group (its PID is the group id)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+        self.proc.wait(timeout=30)
+        self.proc = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _listening(self.port):
+            time.sleep(0.2)
+
+    def log(self) -> str:
+        path = self.folder / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def metric_steps(client, run_id: str) -> dict[str, list[int]]:
+    """Every metric of a run with the sorted steps of its history."""
+    run = client.get_run(run_id)
+    return {
+        key: sorted(m.step for m in client.get_metric_history(run_id, key))
+        for key in run.data.metrics
+    }

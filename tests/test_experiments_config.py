@@ -1,0 +1,143 @@
+"""Config schema, overrides and the CLI's fast paths (no training here)."""
+
+from __future__ import annotations
+
+import pytest
+from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
+
+from experiments import config as config_lib
+from experiments.cli import build_parser, configs_dir, main
+
+# (config changes, --set overrides, text the error must contain)
+BAD_CASES = {
+    "unknown_top_key": ({"extra": {"a": 1}}, [], "extra"),
+    "unknown_nested_key": ({}, ["train.epoch=3"], "train.epoch"),
+    "wrong_type": ({}, ["train.batch_size=many"], "train.batch_size"),
+    "negative_epochs": ({}, ["train.epochs=-1"], "train.epochs"),
+    "zero_units": ({}, ["model.units=0"], "model.units"),
+    "unknown_task": ({}, ["task.name=sorting"], "task.name"),
+    "unknown_score": ({}, ["model.attention.score=dott"], "model.attention.score"),
+    "unknown_rnn": ({}, ["model.rnn=transformer"], "model.rnn"),
+    "bad_set_syntax": ({}, ["train.epochs"], "train.epochs"),
+    "bad_set_yaml": ({}, ["train.epochs=[1"], "train.epochs"),
+    "missing_textcls_file": ({}, ["task.name=textcls", "task.path=/no/such/file.csv"], "task.path"),
+    "textcls_without_path": ({"task": {"name": "textcls"}}, [], "task.path"),
+    "min_above_max": ({}, ["task.min_length=20", "task.max_length=5"], "task"),
+    "dropout_out_of_range": ({}, ["model.dropout=1.5"], "model.dropout"),
+    "bad_optimizer": ({}, ["train.optimizer=adamax"], "train.optimizer"),
+    "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
+    "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
+    "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
+    "section_not_mapping": ({"train": 5}, [], "train"),
+}
+
+
+@pytest.fixture(scope="module")
+def store_folder(tmp_path_factory):
+    """A store that already holds one experiment, so 'unchanged' is meaningful."""
+    import mlflow
+
+    folder = tmp_path_factory.mktemp("store")
+    (folder / "mlruns").mkdir()
+    mlflow.MlflowClient(store_uri(folder)).create_experiment("existing")
+    return folder
+
+
+@pytest.fixture
+def existing_store(store_folder, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store_uri(store_folder))
+    monkeypatch.chdir(store_folder)
+    return store_folder
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_config_exits_2_and_leaves_store_unchanged(case, existing_store, capsys):
+    changes, overrides, needle = dict(BAD_CASES[case][0]), *BAD_CASES[case][1:]
+    task = changes.pop("task", TINY_TASKS["needle"])
+    path = write_config(existing_store, task, name=f"{case}.yaml", **changes)
+    before = snapshot(existing_store / "mlruns")
+    args = ["run", str(path)]
+    for item in overrides:
+        args += ["--set", item]
+
+    assert main(args) == 2
+
+    err = capsys.readouterr().err
+    assert needle in err, err
+    assert snapshot(existing_store / "mlruns") == before
+    assert not (existing_store / "mlruns" / "checkpoints").exists()
+
+
+def test_missing_config_file_exits_2(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
+
+
+def test_error_message_names_key_value_and_expectation(tmp_path):
+    path = write_config(tmp_path, TINY_TASKS["needle"])
+    with pytest.raises(config_lib.ConfigError) as info:
+        config_lib.load_config(path, ["train.epochs=-4"])
+    message = str(info.value)
+    assert "train.epochs" in message and "-4" in message and "greater than or equal to 1" in message
+
+
+def test_overrides_parse_values_as_yaml(tmp_path):
+    path = write_config(tmp_path, TINY_TASKS["reverse"])
+    cfg = config_lib.load_config(
+        path,
+        [
+            "train.epochs=3",
+            "train.learning_rate=2e-3",
+            "train.mixed_precision=true",
+            "model.attention.units=null",
+            "tracking.tags={team: nlp}",
+            "train.early_stopping={monitor: val_loss, patience: 2}",
+        ],
+    )
+    assert cfg.train.epochs == 3
+    assert cfg.train.learning_rate == pytest.approx(2e-3)
+    assert cfg.train.mixed_precision is True
+    assert cfg.model.attention.units is None
+    assert cfg.tracking.tags == {"team": "nlp"}
+    assert cfg.train.early_stopping.patience == 2
+
+
+def test_flatten_gives_dotted_keys():
+    flat = config_lib.flatten({"a": {"b": 1, "c": {"d": None}}, "e": []})
+    assert flat == {"a.b": 1, "a.c.d": None, "e": []}
+
+
+@pytest.mark.parametrize("path", sorted(configs_dir().glob("*.yaml")), ids=lambda p: p.stem)
+def test_ready_configs_validate(path):
+    cfg = config_lib.load_config(path)
+    assert cfg.task.name in {"needle", "textcls", "reverse", "dates", "addition", "charlm"}
+
+
+def test_ready_configs_cover_every_task_and_demo_uses_bahdanau():
+    names = {p.stem for p in configs_dir().glob("*.yaml")}
+    assert {"needle", "textcls", "reverse", "dates", "addition", "charlm", "demo"} <= names
+    demo = config_lib.load_config(configs_dir() / "demo.yaml")
+    assert demo.task.name in ("reverse", "dates")
+    assert demo.model.decoder == "bahdanau"
+
+
+def test_list_prints_ready_configs(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "demo" in out and "charlm" in out
+
+
+def test_ui_binds_localhost_on_the_store(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store_uri(tmp_path))
+    assert main(["ui", "--dry-run", "--port", "5123"]) == 0
+    out = capsys.readouterr().out
+    assert "--host 127.0.0.1" in out and "--port 5123" in out and store_uri(tmp_path) in out
+
+
+def test_parser_has_all_commands_and_requires_one():
+    parser = build_parser()
+    for command in ("run x.yaml", "sweep x.yaml --grid a=1,2", "resume abc", "ui", "list"):
+        assert parser.parse_args(command.split()).handler
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args([])
+    assert info.value.code == 2

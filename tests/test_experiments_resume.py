@@ -1,0 +1,89 @@
+"""`resume` after an interruption continues the same run, logging each epoch once."""
+
+from __future__ import annotations
+
+import keras
+import mlflow
+import pytest
+from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
+
+from experiments import training
+from experiments.callbacks import Checkpoint
+from experiments.cli import main
+
+EPOCHS = 2
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Simulates Ctrl+C at the end of epoch index `at`."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.at:
+            raise KeyboardInterrupt
+
+
+def _interrupt_after_checkpoint(monkeypatch, at: int) -> None:
+    """Interrupt right after epoch `at` is checkpointed, before it reaches MLflow."""
+    original = training.make_callbacks
+
+    def patched(*args, **kwargs):
+        callbacks = original(*args, **kwargs)
+        index = next(i for i, c in enumerate(callbacks) if isinstance(c, Checkpoint))
+        return callbacks[: index + 1] + [Interrupt(at)] + callbacks[index + 1 :]
+
+    monkeypatch.setattr(training, "make_callbacks", patched)
+
+
+def _history(uri, run_id, key):
+    return mlflow.MlflowClient(uri).get_metric_history(run_id, key)
+
+
+@pytest.mark.slow
+def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
+    uri = store_uri(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    config = write_config(
+        tmp_path,
+        TINY_TASKS["needle"],
+        train={"epochs": EPOCHS},
+        tracking={"log_model": False},
+    )
+    # Reference: the same config without interruption.
+    assert main(["run", str(config)]) == 0
+    (reference,) = runs(uri)
+
+    with monkeypatch.context() as patch:
+        _interrupt_after_checkpoint(patch, at=0)
+        with pytest.raises(KeyboardInterrupt):
+            main(["run", str(config)])
+    interrupted = runs(uri)[0]
+    assert interrupted.info.run_id != reference.info.run_id
+    assert interrupted.info.status == "KILLED"
+    # Epoch 1 was checkpointed but never reached MLflow; resume must log it once.
+    assert _history(uri, interrupted.info.run_id, "loss") == []
+
+    assert main(["resume", interrupted.info.run_id]) == 0
+
+    resumed = mlflow.MlflowClient(uri).get_run(interrupted.info.run_id)
+    assert resumed.info.status == "FINISHED"
+    assert len(runs(uri)) == 2  # no new run was created
+    for key in ("loss", "val_loss", "accuracy", "alignment_accuracy", "epoch_seconds"):
+        steps = sorted(m.step for m in _history(uri, resumed.info.run_id, key))
+        assert steps == list(range(1, EPOCHS + 1)), (key, steps)
+    # Same batches, same optimizer state: the same losses as the uninterrupted run.
+    expected = [m.value for m in _history(uri, reference.info.run_id, "loss")]
+    got = [
+        m.value for m in sorted(_history(uri, resumed.info.run_id, "loss"), key=lambda m: m.step)
+    ]
+    assert got == pytest.approx(expected, rel=1e-4)
+
+
+def test_resume_of_finished_or_unknown_run_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store_uri(tmp_path))
+    assert main(["resume", "0123456789abcdef0123456789abcdef"]) == 2
+    assert "run_id" in capsys.readouterr().err

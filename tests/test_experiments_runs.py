@@ -1,0 +1,130 @@
+"""End-to-end CLI runs on tiny configs: what each run leaves in the MLflow store."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from experiments_helpers import (
+    TINY_TASKS,
+    ModelLoader,
+    artifact_paths,
+    runs,
+    store_uri,
+    write_config,
+    write_text_dataset,
+)
+
+from experiments.cli import main
+
+TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_version"}
+TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri"}
+COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second", "attention_entropy"}
+TASK_METRICS = {
+    "needle": {"accuracy", "val_accuracy", "val_macro_f1", "alignment_accuracy"},
+    "textcls": {"accuracy", "val_accuracy", "val_macro_f1"},
+    "reverse": {"val_token_accuracy", "val_exact_match", "alignment_accuracy"},
+    "dates": {"val_token_accuracy", "val_exact_match"},
+    "addition": {"val_token_accuracy", "val_exact_match"},
+    "charlm": {"val_perplexity", "val_bits_per_char"},
+}
+SAMPLES = {"reverse": 2, "charlm": 2}
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A fresh SQLite store in tmp_path, used through MLFLOW_TRACKING_URI."""
+    uri = store_uri(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    return uri
+
+
+@pytest.fixture(scope="module")
+def loader(tmp_path_factory):
+    """One fresh process loading every task's model (started early: imports overlap training)."""
+    process = ModelLoader(tmp_path_factory.mktemp("loader"))
+    yield process
+    process.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TASK_METRICS))
+def test_run_logs_everything(name, loader, store, tmp_path, capsys):
+    task = dict(TINY_TASKS[name])
+    if name == "textcls":
+        task["path"] = str(write_text_dataset(tmp_path))
+    tracking = {"num_samples": SAMPLES.get(name, 0)}
+    config = write_config(tmp_path, task, tracking=tracking)
+
+    assert main(["run", str(config)]) == 0
+    assert "run id:" in capsys.readouterr().out
+
+    (run,) = runs(store)
+    assert run.info.status == "FINISHED"
+    params = run.data.params
+    assert params["task.name"] == name
+    assert params["train.epochs"] == "1"
+    assert params["model.attention.score"] not in ("None", "")  # resolved default
+    assert set(run.data.tags) >= TAGS, TAGS - set(run.data.tags)
+    assert run.data.tags["task"] == name
+    expected = COMMON_METRICS | TASK_METRICS[name]
+    assert expected <= set(run.data.metrics), expected - set(run.data.metrics)
+    assert all(math.isfinite(v) for v in run.data.metrics.values())
+
+    files = artifact_paths(store, run.info.run_id)
+    assert {"config.yaml", "vocab.json", "input_example.json", "expected_output.npy"} <= files
+    assert "heatmaps/epoch_001/probe_0.png" in files
+    assert "heatmaps/final/probe_0.png" in files
+    if name in ("needle", "textcls"):
+        assert {"confusion_matrix.png", "confusion_matrix.json"} <= files
+    if name in SAMPLES:
+        assert {"samples/epoch_001.json", "samples/final.csv"} <= files
+
+    result = loader.check(store, run.info.run_id, run.data.tags["model_uri"])
+    assert "error" not in result, result.get("error")
+    assert result["max_abs_diff"] < 1e-4, result
+
+
+@pytest.mark.slow
+def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
+    config = write_config(tmp_path, TINY_TASKS["reverse"], tracking={"log_model": False})
+    grid = "model.attention.score=dot,general,additive"
+
+    assert main(["sweep", str(config), "--grid", grid]) == 0
+
+    all_runs = runs(store)
+    parents = [r for r in all_runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 3
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    assert sorted(c.data.params["model.attention.score"] for c in children) == [
+        "additive",
+        "dot",
+        "general",
+    ]
+    assert all(c.info.status == "FINISHED" for c in children)
+    files = artifact_paths(store, parent.info.run_id)
+    assert {"comparison.json", "comparison.csv", "comparison.png"} <= files
+
+    import json
+
+    import mlflow
+
+    local = mlflow.artifacts.download_artifacts(
+        run_id=parent.info.run_id, artifact_path="comparison.json", tracking_uri=store
+    )
+    table = json.loads(Path(local).read_text())
+    assert len(table["data"]) == 3
+    assert {"run_id", "model.attention.score", "test_exact_match"} <= set(table["columns"])
+
+
+def test_bad_grid_exits_2_before_any_run(store, tmp_path, capsys):
+    config = write_config(tmp_path, TINY_TASKS["reverse"])
+    code = main(["sweep", str(config), "--grid", "model.attention.score=dot,dott"])
+    assert code == 2
+    assert "model.attention.score" in capsys.readouterr().err
+    assert not (tmp_path / "mlruns").exists()

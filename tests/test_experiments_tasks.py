@@ -1,0 +1,120 @@
+"""Task data and metric functions (pure NumPy, no training)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+from experiments_helpers import write_text_dataset
+
+from experiments import metrics
+from experiments.config import ConfigError, validate
+from experiments.tasks import build_task
+from experiments.tasks.base import END, PAD, START
+
+
+def _task(**task):
+    return build_task(validate({"task": task}).task)
+
+
+def test_needle_alignment_points_at_the_label_token():
+    task = _task(name="needle", num_examples=200, num_classes=3)
+    for split in (task.train, task.val, task.test):
+        picked = split.x[np.arange(len(split)), split.alignment]
+        names = [task.vocab.tokens[i] for i in picked]
+        assert names == [task.class_names[y] for y in split.y]
+    assert len(task.probes) == 4
+
+
+def test_reverse_targets_and_alignment():
+    task = _task(name="reverse", num_examples=100, min_length=3, max_length=7)
+    s = task.train
+    for i in range(20):
+        source = task.vocab.decode(s.x[i])
+        assert task.output_vocab.decode(s.y[i]) == source[::-1]
+        steps = np.flatnonzero(s.alignment[i] >= 0)
+        assert len(steps) == len(source)
+        assert np.array_equal(s.y[i, steps], s.x[i, s.alignment[i, steps]])
+        n = len(source)
+        assert s.x_dec[i, 0] == START and np.array_equal(s.x_dec[i, 1 : n + 1], s.y[i, :n])
+        assert s.y[i, len(source)] == END
+
+
+def test_addition_answers_are_right_and_questions_reversed():
+    task = _task(name="addition", num_examples=300, digits=3)
+    assert len(task.train) + len(task.val) + len(task.test) == 300
+    for i in range(50):
+        question = task.vocab.decode(task.train.x[i])[::-1]
+        assert len(question) == 7
+        a, b = question.strip().split("+")
+        answer = task.output_vocab.decode(task.train.y[i])
+        assert len(answer) == 4 and int(answer) == int(a) + int(b)
+
+
+def test_dates_targets_are_iso():
+    task = _task(name="dates", num_examples=100, min_year=2000, max_year=2001)
+    for i in range(30):
+        iso = task.output_vocab.decode(task.train.y[i])
+        assert dt.date.fromisoformat(iso).year in (2000, 2001)
+        assert task.vocab.decode(task.train.x[i])
+
+
+def test_charlm_targets_are_inputs_shifted():
+    task = _task(name="charlm", max_chars=3000, seq_length=20)
+    x, y = task.train.x, task.train.y
+    assert np.array_equal(x[0, 1:], y[0, :-1])
+    assert task.prompts and len(task.vocab) <= 96
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_textcls_reads_csv_and_jsonl(tmp_path, suffix):
+    path = write_text_dataset(tmp_path, suffix=suffix)
+    task = _task(name="textcls", path=str(path), max_length=8)
+    assert task.class_names == ["bad", "good"]
+    assert task.train.x.shape[1] == 8
+    assert len(task.train) + len(task.val) + len(task.test) == 64
+
+
+def test_imdb_offline_error_is_clear(monkeypatch):
+    import keras
+
+    def offline(*args, **kwargs):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(keras.datasets.imdb, "load_data", offline)
+    with pytest.raises(ConfigError, match="network access.*task.path"):
+        _task(name="textcls", source="imdb")
+
+
+def test_same_seed_same_data():
+    a, b = _task(name="reverse", num_examples=50), _task(name="reverse", num_examples=50)
+    assert np.array_equal(a.train.x, b.train.x)
+    c = _task(name="reverse", num_examples=50, seed=1)
+    assert not np.array_equal(a.train.x, c.train.x)
+
+
+def test_classification_metrics():
+    labels, preds = np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])
+    assert metrics.accuracy(labels, preds) == 0.75
+    assert metrics.confusion_matrix(labels, preds, 2).tolist() == [[1, 1], [0, 2]]
+    assert metrics.macro_f1(labels, preds, 2) == pytest.approx((2 / 3 + 0.8) / 2)
+
+
+def test_sequence_metrics():
+    targets = np.array([[5, 6, END, PAD], [5, 7, END, PAD]])
+    decoded = np.array([[5, 6, END, 0], [5, 6, END, 0]])
+    assert metrics.exact_match(targets, decoded) == 0.5
+    logits = np.eye(8)[np.array([[5, 6, END, 0], [5, 6, END, 0]])]
+    assert metrics.token_accuracy(targets, logits) == pytest.approx(5 / 6)
+    uniform = np.zeros((1, 3, 4))
+    lm = metrics.language_model_metrics(np.array([[1, 2, 3]]), uniform)
+    assert lm["perplexity"] == pytest.approx(4.0) and lm["bits_per_char"] == pytest.approx(2.0)
+
+
+def test_attention_metrics():
+    weights = np.array([[[0.0, 1.0, 0.0], [0.5, 0.5, 0.0]]])
+    assert metrics.alignment_accuracy(weights, np.array([[1, -1]])) == 1.0
+    assert metrics.attention_entropy(weights) == pytest.approx(np.log(2) / 2)
+    empty = np.zeros((1, 2, 3))
+    assert np.isnan(metrics.attention_entropy(empty))

@@ -1,0 +1,303 @@
+"""Decoding strategies, tested with fake next-token models (no weights, keras.ops only).
+
+A fake model's logits depend only on the last token it was fed (a `(V, V)`
+table), so every expected sequence can be worked out by hand. One-hot x 1e9
+tables make every strategy deterministic.
+"""
+
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attn_rnn import generation
+from keras_attn_rnn.generation import generate
+
+pytestmark = pytest.mark.layers
+
+V = 8
+S = 3  # width of the fake attention weights
+
+
+class TableModel:
+    """Fake language model: `logits(next) = table[last token]`.
+
+    Its cache holds the step counter (for the fake attention, a one-hot of the
+    step over `S` positions) and the last token, so beam reordering is
+    exercised.
+    """
+
+    def __init__(self, table, start_table=None):
+        self.table = np.asarray(table, "float32")
+        self.start_table = start_table
+        self.output_vocab_size = self.table.shape[0]
+        self.calls = 0
+
+    def _out(self, token, step):
+        logits = ops.take(ops.convert_to_tensor(self.table), token, axis=0)
+        weights = ops.one_hot(step % S, S)
+        return logits, weights
+
+    def init_cache(self, prompts, max_length, start_id=None):
+        self.calls += 1
+        prompts = ops.cast(prompts, "int32")
+        lengths = ops.sum(ops.cast(ops.not_equal(prompts, 0), "int32"), axis=1)
+        last = ops.squeeze(ops.take_along_axis(prompts, ops.expand_dims(lengths - 1, 1), 1), 1)
+        step = ops.zeros_like(last)
+        logits, weights = self._out(last, step)
+        return logits, weights, {"last": last, "step": step}
+
+    def next_logits(self, token, cache):
+        step = cache["step"] + 1
+        logits, weights = self._out(token, step)
+        return logits, weights, {"last": token, "step": step}
+
+
+def cycle_table(scale=1e9):
+    """One-hot x 1e9 logits: after token i comes i % (V - 1) + 1 (1, 2, ..., 7, 1, ...)."""
+    table = np.zeros((V, V), "float32")
+    for i in range(V):
+        table[i, i % (V - 1) + 1] = scale
+    return table
+
+
+def random_table(seed=0, scale=2.0):
+    """Distinct logits per row (gaps >= 0.05), id 0 never best."""
+    rng = np.random.default_rng(seed)
+    table = np.zeros((V, V), "float32")
+    for i in range(V):
+        table[i] = rng.permutation(V) * 0.25 * scale / 2 + rng.uniform(0, 0.05, V)
+    return table
+
+
+def log_softmax_rows(table):
+    masked = table.astype("float64").copy()
+    masked[:, 0] = -np.inf  # id 0 (padding) is never generated
+    masked -= masked.max(axis=1, keepdims=True)
+    return masked - np.log(np.exp(masked).sum(axis=1, keepdims=True))
+
+
+def greedy_reference(table, prompt_last, steps, eos_id=None):
+    log_probs = log_softmax_rows(table)
+    out, token, done = [], prompt_last, False
+    for _ in range(steps):
+        if done:
+            out.append(0)
+            continue
+        token = int(np.argmax(log_probs[token]))
+        out.append(token)
+        done = token == eos_id
+    return out
+
+
+PROMPTS = [[3], [5, 6], [1, 2, 7]]
+
+
+def test_greedy_follows_one_hot_logits_and_reports_attention():
+    result = generate(TableModel(cycle_table()), PROMPTS, max_length=5)
+    np.testing.assert_array_equal(
+        result.tokens, [[4, 5, 6, 7, 1], [7, 1, 2, 3, 4], [1, 2, 3, 4, 5]]
+    )
+    assert result.tokens.dtype == np.int32
+    np.testing.assert_allclose(result.scores, np.zeros(3), atol=1e-6)
+    assert result.attention.shape == (3, 5, S)
+    np.testing.assert_array_equal(result.attention[0].argmax(-1), [0, 1, 2, 0, 1])
+
+
+def test_eos_stops_a_sequence_and_pads_the_rest():
+    result = generate(TableModel(cycle_table()), PROMPTS, max_length=6, eos_id=6)
+    np.testing.assert_array_equal(
+        result.tokens, [[4, 5, 6, 0, 0, 0], [7, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6]]
+    )
+    assert np.all(result.attention[0, 3:] == 0) and np.all(result.attention[0, :3].sum(-1) == 1)
+
+
+@pytest.mark.parametrize(
+    "strategy, kwargs",
+    [
+        ("sample", {}),
+        ("sample", {"temperature": 0.5}),
+        ("top_k", {"k": 2}),
+        ("top_p", {"p": 0.9}),
+        ("beam", {"beam_width": 3}),
+    ],
+)
+def test_every_strategy_is_deterministic_on_one_hot_logits(strategy, kwargs):
+    greedy = generate(TableModel(cycle_table()), PROMPTS, max_length=5)
+    result = generate(TableModel(cycle_table()), PROMPTS, 5, strategy=strategy, seed=7, **kwargs)
+    np.testing.assert_array_equal(result.tokens, greedy.tokens)
+    np.testing.assert_array_equal(result.attention, greedy.attention)
+
+
+def _transitions(tokens, prompt_last):
+    """(previous token, generated token) pairs of a `(B, L)` result."""
+    previous = np.concatenate([np.full((len(tokens), 1), prompt_last), tokens[:, :-1]], axis=1)
+    return previous.reshape(-1), tokens.reshape(-1)
+
+
+def test_top_k_never_leaves_the_top_k():
+    table, k = random_table(1), 3
+    result = generate(TableModel(table), [[2]] * 64, 6, strategy="top_k", k=k, seed=3)
+    previous, chosen = _transitions(result.tokens, 2)
+    allowed = np.argsort(-np.where(np.arange(V) == 0, -np.inf, table), axis=1)[:, :k]
+    assert all(c in allowed[p] for p, c in zip(previous, chosen))
+    assert len(set(chosen.tolist())) > k  # it did sample (several rows of the table)
+    assert any(len({c for p, c in zip(previous, chosen) if p == q}) > 1 for q in range(V))
+
+
+def test_top_p_never_leaves_the_nucleus():
+    table, p = random_table(2), 0.6
+    result = generate(TableModel(table), [[2]] * 64, 6, strategy="top_p", p=p, seed=5)
+    previous, chosen = _transitions(result.tokens, 2)
+    probs = np.exp(log_softmax_rows(table))
+    for prev, token in zip(previous, chosen):
+        order = np.argsort(-probs[prev])
+        before = np.cumsum(probs[prev][order]) - probs[prev][order]
+        assert token in order[before < p]
+    assert any(len({c for q, c in zip(previous, chosen) if q == r}) > 1 for r in range(V))
+
+
+def test_sampling_follows_the_model_distribution():
+    table = random_table(3, scale=0.8)
+    result = generate(TableModel(table), [[4]] * 512, 1, strategy="sample", seed=11)
+    counts = np.bincount(result.tokens[:, 0], minlength=V) / 512
+    np.testing.assert_allclose(counts, np.exp(log_softmax_rows(table))[4], atol=0.07)
+    # The score is the model's log-probability of the sampled token.
+    np.testing.assert_allclose(
+        result.scores, log_softmax_rows(table)[4][result.tokens[:, 0]], atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1e-4])
+def test_temperature_to_zero_is_greedy(temperature):
+    table = random_table(4)
+    greedy = generate(TableModel(table), PROMPTS, 6)
+    cold = generate(TableModel(table), PROMPTS, 6, strategy="sample", temperature=temperature)
+    np.testing.assert_array_equal(cold.tokens, greedy.tokens)
+    np.testing.assert_array_equal(greedy.tokens[0], greedy_reference(table, PROMPTS[0][-1], 6))
+
+
+@pytest.mark.parametrize(
+    "strategy, kwargs", [("sample", {}), ("top_k", {"k": 4}), ("top_p", {"p": 0.8})]
+)
+def test_fixed_seed_reproduces_and_other_seeds_differ(strategy, kwargs):
+    model = TableModel(random_table(5, scale=0.5))
+    runs = [generate(model, [[1]] * 8, 8, strategy=strategy, seed=s, **kwargs) for s in (1, 1, 2)]
+    np.testing.assert_array_equal(runs[0].tokens, runs[1].tokens)
+    assert not np.array_equal(runs[0].tokens, runs[2].tokens)
+
+
+def test_beam_width_one_is_greedy():
+    table = random_table(6)
+    greedy = generate(TableModel(table), PROMPTS, 6, eos_id=3)
+    beam = generate(TableModel(table), PROMPTS, 6, strategy="beam", beam_width=1, eos_id=3)
+    np.testing.assert_array_equal(beam.tokens, greedy.tokens)
+    np.testing.assert_allclose(beam.scores, greedy.scores, atol=1e-5)
+    np.testing.assert_array_equal(beam.attention, greedy.attention)
+
+
+def _table_from_probs(rows):
+    table = np.full((V, V), -30.0, "float32")
+    for token, probs in rows.items():
+        for nxt, prob in probs.items():
+            table[token, nxt] = np.log(prob)
+    return table
+
+
+def test_beam_finds_the_better_sequence_greedy_misses():
+    # After 1: 2 (0.6) or 3 (0.4). After 2 the next token is a coin toss over
+    # 4..7; after 3 it is almost surely 4. Best pair: 3 4 (0.4 > 0.6 * 0.25).
+    table = _table_from_probs(
+        {
+            1: {2: 0.6, 3: 0.4},
+            2: {4: 0.25, 5: 0.25, 6: 0.25, 7: 0.25},
+            3: {4: 0.999},
+            4: {1: 1.0},
+            5: {1: 1.0},
+            6: {1: 1.0},
+            7: {1: 1.0},
+        }
+    )
+    greedy = generate(TableModel(table), [[1]], 2)
+    beam = generate(TableModel(table), [[1]], 2, strategy="beam", beam_width=2)
+    assert greedy.tokens[0, 0] == 2
+    np.testing.assert_array_equal(beam.tokens, [[3, 4]])
+    reference = log_softmax_rows(table)
+    np.testing.assert_allclose(beam.scores, [reference[1, 3] + reference[3, 4]], atol=1e-5)
+    assert beam.scores[0] > greedy.scores[0]
+
+    two = generate(TableModel(table), [[1]], 2, strategy="beam", beam_width=3, num_beams_returned=2)
+    assert two.tokens.shape == (1, 2, 2) and two.attention.shape == (1, 2, 2, S)
+    np.testing.assert_array_equal(two.tokens[0, 0], [3, 4])
+    assert two.tokens[0, 1, 0] == 2 and two.scores[0, 0] >= two.scores[0, 1]
+
+
+def test_beam_length_penalty_and_early_stop_at_eos():
+    # From 1: EOS (6) at once (0.5) or 2 (0.45) then 3 then EOS, almost surely.
+    table = _table_from_probs(
+        {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
+    )
+    short = generate(TableModel(table), [[1]], 5, strategy="beam", beam_width=3, eos_id=6)
+    np.testing.assert_array_equal(short.tokens, [[6, 0, 0, 0, 0]])
+    np.testing.assert_allclose(short.scores, [log_softmax_rows(table)[1, 6]], atol=1e-5)
+    long = generate(
+        TableModel(table), [[1]], 5, strategy="beam", beam_width=3, eos_id=6, length_penalty=1.0
+    )
+    np.testing.assert_array_equal(long.tokens, [[2, 3, 6, 0, 0]])
+    reference = log_softmax_rows(table)
+    expected = (reference[1, 2] + reference[2, 3] + reference[3, 6]) / ((5 + 3) / 6)
+    np.testing.assert_allclose(long.scores, [expected], atol=1e-5)
+    assert np.all(long.attention[0, 3:] == 0)
+
+
+def test_padded_array_prompts_equal_lists():
+    model = TableModel(random_table(7))
+    padded = np.array([[3, 0, 0], [5, 6, 0], [0, 1, 2]])  # left padding is compacted too
+    a = generate(model, padded, 4, strategy="beam", beam_width=2)
+    b = generate(model, [[3], [5, 6], [1, 2]], 4, strategy="beam", beam_width=2)
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+
+
+def test_model_cache_is_built_once():
+    model = TableModel(cycle_table())
+    generate(model, PROMPTS, 5)
+    assert model.calls == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"strategy": "beams"}, r"strategy must be one of .* Received: strategy='beams'"),
+        ({"strategy": "top_k"}, r"needs k, an integer in \[1, 8\].*Received: k=None"),
+        ({"strategy": "top_k", "k": 0}, r"k, an integer in \[1, 8\].*Received: k=0"),
+        ({"strategy": "top_k", "k": 9}, r"k, an integer in \[1, 8\].*Received: k=9"),
+        ({"strategy": "top_p", "p": 0.0}, r"p, a float in \(0, 1\]. Received: p=0.0"),
+        ({"strategy": "top_p", "p": 1.5}, r"p, a float in \(0, 1\]. Received: p=1.5"),
+        ({"strategy": "beam", "beam_width": 0}, r"beam_width must be .* Received: beam_width=0"),
+        (
+            {"strategy": "beam", "beam_width": 2, "num_beams_returned": 3},
+            r"num_beams_returned .* Received: num_beams_returned=3",
+        ),
+        ({"max_length": 0}, r"max_length must be an integer >= 1. Received: max_length=0"),
+        ({"temperature": -1.0}, r"temperature must be >= 0 .* Received: temperature=-1.0"),
+        ({"eos_id": 8}, r"eos_id must be a token id in \[0, 8\). Received: eos_id=8"),
+        ({"prompts": [[1, 8]]}, r"prompts must hold token ids in \[0, 8\).*Received: prompts"),
+        ({"prompts": [[1], []]}, r"at least one token.*Received: empty prompts at rows \[1\]"),
+        ({"prompts": np.ones((2, 2, 2), "int32")}, r"prompts must be .* Received: prompts="),
+    ],
+)
+def test_clear_errors(kwargs, match):
+    kwargs = {"prompts": [[1]], "max_length": 3, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        generate(TableModel(cycle_table()), **kwargs)
+
+
+def test_errors_name_the_model_and_start_id():
+    with pytest.raises(ValueError, match="step API .*Received: model="):
+        generate(object(), [[1]], 3)
+
+    class FakeSeq2Seq(TableModel):
+        is_seq2seq = True
+
+    with pytest.raises(ValueError, match="start_id is required.*Received: start_id=None"):
+        generate(FakeSeq2Seq(cycle_table()), [[1]], 3)
+    assert generation.STRATEGIES == ("greedy", "sample", "top_k", "top_p", "beam")

@@ -1,0 +1,344 @@
+"""The ready models: shapes, masking, the step/cache API against teacher forcing,
+real-model generation, config and `.keras` round trips, and a needle task."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+from helpers import ROOT, to_numpy
+
+from keras_attn_rnn import models
+from keras_attn_rnn.generation import generate
+
+pytestmark = pytest.mark.layers
+
+ATOL = 1e-5
+
+
+def tiny_lm(**kwargs):
+    return models.AttentiveLanguageModel(13, **{"embedding_dim": 6, "units": 8, **kwargs})
+
+
+def tiny_seq2seq(**kwargs):
+    return models.Seq2Seq(11, 9, **{"embedding_dim": 6, "units": 8, **kwargs})
+
+
+def ids(shape, high, seed=0, low=1):
+    return np.random.default_rng(seed).integers(low, high, shape).astype("int32")
+
+
+SOURCE = ids((3, 6), 11)
+SOURCE[1, 4:] = 0
+SOURCE[2, 2:] = 0
+
+
+# ---------------------------------------------------------------- classifier
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {
+            "rnn": "gru",
+            "bidirectional": False,
+            "num_layers": 2,
+            "attention": {
+                "score": "additive",
+                "query": "fixed",
+                "units": 4,
+                "query_value": [1.0, 0.5, -1.0, 0.0],
+            },
+        },
+    ],
+)
+def test_classifier_logits_and_attention(kwargs):
+    model = models.AttentiveClassifier(20, 3, embedding_dim=6, units=5, **kwargs)
+    tokens = ids((4, 7), 20)
+    tokens[1, 3:] = 0
+    logits, weights = to_numpy(model(tokens, return_attention_scores=True))
+    assert logits.shape == (4, 3) and weights.shape == (4, 7)
+    np.testing.assert_allclose(weights.sum(-1), np.ones(4), atol=1e-6)
+    assert np.all(weights[1, 3:] == 0)
+    np.testing.assert_allclose(to_numpy(model(tokens)), logits, atol=ATOL)
+    np.testing.assert_allclose(to_numpy(model.attention_weights(tokens)), weights, atol=ATOL)
+    # Padding changes nothing: the same rows with extra trailing padding.
+    padded = np.pad(tokens, ((0, 0), (0, 3)))
+    np.testing.assert_allclose(to_numpy(model(padded)), logits, atol=ATOL)
+
+
+# ------------------------------------------------------- step API == teacher forcing
+
+LM_CASES = [
+    {},
+    {"rnn": "gru", "num_layers": 2, "attention": {"score": "additive", "units": 5}},
+    {"attention": {"score": "general", "window": 2}},
+    {"rnn": "gru", "attention": {"score": "scaled_dot", "window": 1}},
+]
+
+
+@pytest.mark.parametrize("kwargs", LM_CASES)
+def test_language_model_cache_equals_teacher_forcing(kwargs):
+    model = tiny_lm(**kwargs)
+    tokens = ids((3, 7), 13, seed=1)
+    full, weights = to_numpy(model(tokens, return_attention_scores=True))
+    assert full.shape == (3, 7, 13) and weights.shape == (3, 7, 7)
+    assert np.all(np.triu(weights[0], 1) == 0)  # causal
+    logits, step_weights, cache = model.init_cache(tokens[:, :2], max_length=5)
+    for t in range(1, 7):
+        if t > 1:
+            logits, step_weights, cache = model.next_logits(tokens[:, t], cache)
+        np.testing.assert_allclose(to_numpy(logits), full[:, t], atol=ATOL)
+        step_weights = to_numpy(step_weights)
+        np.testing.assert_allclose(step_weights[:, : t + 1], weights[:, t, : t + 1], atol=ATOL)
+        assert np.all(step_weights[:, t + 1 :] == 0)
+
+    # A ragged batch of prompts: each row's logits come from its last token.
+    ragged = tokens.copy()
+    ragged[0, 3:] = 0
+    ragged[1, 5:] = 0
+    logits, _, cache = model.init_cache(ragged, max_length=2)
+    np.testing.assert_array_equal(to_numpy(cache["position"]), [3, 5, 7])
+    for row, last in enumerate([2, 4, 6]):
+        alone = to_numpy(model(tokens[row : row + 1, : last + 1]))[0, -1]
+        np.testing.assert_allclose(to_numpy(logits)[row], alone, atol=ATOL)
+
+
+SEQ2SEQ_CASES = [
+    {"decoder": "bahdanau"},
+    {"decoder": "bahdanau", "rnn": "gru", "bidirectional": True, "attention_layer_size": 7},
+    {"decoder": "luong", "bidirectional": True, "attention": {"score": "general"}},
+    {"decoder": "luong", "rnn": "gru", "attention": {"score": "dot"}, "attention_layer_size": 5},
+]
+
+
+@pytest.mark.parametrize("kwargs", SEQ2SEQ_CASES)
+def test_seq2seq_cache_equals_teacher_forcing(kwargs):
+    model = tiny_seq2seq(**kwargs)
+    target = ids((3, 5), 9, seed=2)
+    target[:, 0] = 1  # the start token
+    full, alignments = to_numpy(model([SOURCE, target], return_attention_scores=True))
+    assert full.shape == (3, 5, 9) and alignments.shape == (3, 5, 6)
+    assert np.all(alignments[1, :, 4:] == 0) and np.all(alignments[2, :, 2:] == 0)
+    logits, step_alignments, cache = model.init_cache(SOURCE, start_id=1)
+    for t in range(5):
+        if t:
+            logits, step_alignments, cache = model.next_logits(target[:, t], cache)
+        np.testing.assert_allclose(to_numpy(logits), full[:, t], atol=ATOL)
+        np.testing.assert_allclose(to_numpy(step_alignments), alignments[:, t], atol=ATOL)
+
+
+# ------------------------------------------------------------ real-model generation
+
+
+def _greedy_by_rerunning(model, prompts, steps, source=None):
+    """Greedy decoding that re-runs the whole model on the prefixes (no cache).
+
+    `prompts` `(B, P)` all have the same length.
+    """
+    prefix = np.asarray(prompts, "int32")
+    for _ in range(steps):
+        inputs = prefix if source is None else [source, prefix]
+        logits = to_numpy(model(inputs))[:, -1]
+        next_token = np.argmax(logits[:, 1:], axis=-1) + 1  # id 0 is never generated
+        prefix = np.concatenate([prefix, next_token[:, None].astype("int32")], axis=1)
+    return prefix[:, len(prompts[0]) :]
+
+
+def test_language_model_generation_equals_rerunning_and_ignores_batching():
+    model = tiny_lm(num_layers=2, attention={"score": "general", "window": 3})
+    same_length = [[3, 4, 5], [8, 9, 2]]
+    np.testing.assert_array_equal(
+        generate(model, same_length, max_length=5).tokens,
+        _greedy_by_rerunning(model, same_length, 5),
+    )
+    prompts = [[3, 4, 5, 6], [7], [8, 9]]
+    result = generate(model, prompts, max_length=5)
+    assert result.attention.shape == (3, 5, 4 + 5)
+    for row in (0, 1):  # the longest and the shortest prompt
+        alone = generate(model, [prompts[row]], max_length=5)
+        np.testing.assert_array_equal(alone.tokens[0], result.tokens[row])
+        np.testing.assert_allclose(alone.scores[0], result.scores[row], atol=ATOL)
+    beam = generate(model, prompts, 5, strategy="beam", beam_width=3)
+    beam_alone = generate(model, prompts[1:2], 5, strategy="beam", beam_width=3)
+    np.testing.assert_array_equal(beam_alone.tokens[0], beam.tokens[1])
+    np.testing.assert_allclose(beam_alone.scores[0], beam.scores[1], atol=ATOL)
+
+
+@pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
+def test_seq2seq_generation_equals_rerunning_and_ignores_batching(decoder):
+    model = tiny_seq2seq(decoder=decoder, bidirectional=decoder == "bahdanau")
+    result = generate(model, SOURCE, max_length=4, start_id=1)
+    expected = _greedy_by_rerunning(model, [[1]] * 3, 4, source=SOURCE)
+    np.testing.assert_array_equal(result.tokens, expected)
+    assert result.attention.shape == (3, 4, 6)
+    np.testing.assert_allclose(result.attention.sum(-1), np.ones((3, 4)), atol=1e-5)
+    alone = generate(model, SOURCE[2:, :2], max_length=4, start_id=1)
+    np.testing.assert_array_equal(alone.tokens[0], result.tokens[2])
+    beam = generate(model, SOURCE, 4, strategy="beam", beam_width=1, start_id=1)
+    np.testing.assert_array_equal(beam.tokens, result.tokens)
+
+
+def test_generation_rejects_ids_outside_the_source_vocabulary():
+    with pytest.raises(ValueError, match=r"token ids in \[0, 11\).*Received: prompts"):
+        generate(tiny_seq2seq(), [[3, 11]], 3, start_id=1)
+    with pytest.raises(ValueError, match=r"start_id must be a token id in \[0, 9\)"):
+        generate(tiny_seq2seq(), [[3]], 3, start_id=9)
+
+
+# ------------------------------------------------------------ config and errors
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        lambda: models.AttentiveClassifier(
+            20, 3, attention={"score": "additive", "units": 4}, name="cls"
+        ),
+        lambda: tiny_lm(attention={"score": "general", "window": 4}, dropout=0.1),
+        lambda: tiny_seq2seq(decoder="luong", bidirectional=True, attention_layer_size=6),
+    ],
+)
+def test_config_round_trip(model):
+    model = model()
+    config = model.get_config()
+    json.dumps(config)
+    clone = type(model).from_config(config)
+    assert clone.get_config() == config
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: tiny_lm(rnn="rnn"), r"rnn must be one of 'lstm', 'gru'. Received: rnn='rnn'"),
+        (
+            lambda: models.AttentiveLanguageModel(0),
+            r"vocab_size must be a positive integer. Received",
+        ),
+        (lambda: tiny_lm(attention={"scor": "dot"}), r"unknown keys \['scor'\].*Received"),
+        (lambda: tiny_lm(attention={"score": "dott"}), r"score must be one of.*Received"),
+        (lambda: tiny_lm(attention={"window": 0}), r"window'\] must be .* Received"),
+        (lambda: tiny_seq2seq(decoder="tfa"), r"decoder must be one of .* Received: decoder="),
+        (lambda: tiny_seq2seq(bidirectional="yes"), r"bidirectional must be True or False"),
+        (
+            lambda: models.AttentiveClassifier(20, 3, attention={"query": "fixed"}),
+            r"query_value.*Received: query_value=None",
+        ),
+        (lambda: models.AttentiveClassifier(20, 3, dropout=1.0), r"dropout .* Received"),
+    ],
+)
+def test_constructor_errors(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
+def test_seq2seq_init_cache_needs_a_start_id():
+    with pytest.raises(ValueError, match="start_id.*Received: start_id=None"):
+        tiny_seq2seq().init_cache(SOURCE)
+
+
+# ------------------------------------------------------------ save / load
+
+
+@pytest.mark.slow
+def test_keras_round_trip_in_a_fresh_process_generates_identically(tmp_path):
+    lm = tiny_lm(num_layers=2, attention={"score": "additive", "units": 4})
+    seq2seq = tiny_seq2seq(bidirectional=True, attention_layer_size=6)
+    classifier = models.AttentiveClassifier(20, 3, embedding_dim=6, units=5)
+    tokens = ids((2, 7), 20)
+    expected = {
+        "lm": generate(lm, [[3, 4], [5]], 4, strategy="top_k", k=3, seed=4).tokens,
+        "seq2seq": generate(seq2seq, SOURCE, 4, strategy="beam", beam_width=2, start_id=1).tokens,
+        "classifier": to_numpy(classifier(tokens)),
+    }
+    for name, model in (("lm", lm), ("seq2seq", seq2seq), ("classifier", classifier)):
+        model.save(os.path.join(tmp_path, f"{name}.keras"))
+    np.savez(os.path.join(tmp_path, "expected.npz"), source=SOURCE, tokens=tokens, **expected)
+    script = textwrap.dedent(
+        f"""
+        import os, numpy as np, keras
+        from keras_attn_rnn.generation import generate
+        d = {str(tmp_path)!r}
+        e = np.load(os.path.join(d, "expected.npz"))
+        load = lambda n: keras.saving.load_model(os.path.join(d, n + ".keras"), safe_mode=True)
+        lm, s2s, cls = load("lm"), load("seq2seq"), load("classifier")
+        eq = np.testing.assert_array_equal
+        eq(generate(lm, [[3, 4], [5]], 4, strategy="top_k", k=3, seed=4).tokens, e["lm"])
+        eq(generate(s2s, e["source"], 4, strategy="beam", beam_width=2, start_id=1).tokens,
+           e["seq2seq"])
+        out = np.asarray(keras.ops.convert_to_numpy(cls(e["tokens"])))
+        np.testing.assert_allclose(out, e["classifier"], atol=0, rtol=0)
+        print("RELOAD-OK", type(lm).__name__, type(s2s).__name__, type(cls).__name__)
+        """
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "RELOAD-OK AttentiveLanguageModel Seq2Seq AttentiveClassifier" in result.stdout
+
+
+def test_plot_attention_of_a_model():
+    from keras_attn_rnn.plotting import plot_attention
+
+    model = tiny_seq2seq()
+    result = generate(model, SOURCE[:1], 3, start_id=1)
+    figure = plot_attention(result.attention[0], list("abcdef"), ["x", "y", "z"])
+    assert type(figure).__name__ == "Figure"
+    image = figure.axes[0].images[0].get_array()
+    np.testing.assert_allclose(np.asarray(image), result.attention[0], atol=1e-6)
+
+
+# ------------------------------------------------------------ learning
+
+
+def needle_data(count, seed, num_classes=3, vocab=20, lengths=(8, 14)):
+    """Random filler ids; one needle id `1 + label` at a random position."""
+    rng = np.random.default_rng(seed)
+    tokens = np.zeros((count, lengths[1]), "int32")
+    labels = rng.integers(num_classes, size=count)
+    positions = np.zeros(count, "int32")
+    for i in range(count):
+        length = rng.integers(lengths[0], lengths[1] + 1)
+        tokens[i, :length] = rng.integers(1 + num_classes, vocab, size=length)
+        positions[i] = rng.integers(length)
+        tokens[i, positions[i]] = 1 + labels[i]
+    return tokens, labels.astype("int32"), positions
+
+
+@pytest.mark.slow
+def test_classifier_learns_the_needle_task_and_attends_to_the_needle():
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("trained once, on the TensorFlow run (backend-agnostic code)")
+    x, y, _ = needle_data(1000, seed=0)
+    x_test, y_test, positions = needle_data(300, seed=1)
+    model = models.AttentiveClassifier(20, 3, embedding_dim=16, rnn="gru", units=16)
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    model.fit(x, y, batch_size=64, epochs=3, verbose=0)
+    logits, weights = to_numpy(model(x_test, return_attention_scores=True))
+    accuracy = np.mean(logits.argmax(-1) == y_test)
+    hits = np.mean(weights.argmax(-1) == positions)
+    assert accuracy >= 0.95, accuracy
+    assert hits >= 0.90, hits
+
+
+def test_mixed_precision_logits_are_float32_and_the_cache_still_matches():
+    keras.config.set_dtype_policy("mixed_float16")
+    model = tiny_lm(attention={"score": "additive"})
+    tokens = ids((2, 4), 13, seed=3)
+    full = model(tokens)
+    assert keras.backend.standardize_dtype(full.dtype) == "float32"
+    logits, _, cache = model.init_cache(tokens[:, :1], max_length=3)
+    for t in range(1, 4):
+        logits, _, cache = model.next_logits(tokens[:, t], cache)
+        np.testing.assert_allclose(to_numpy(logits), to_numpy(full)[:, t], atol=2e-2)

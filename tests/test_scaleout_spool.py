@@ -1,0 +1,140 @@
+"""Retry, spool and replay of tracking calls, without a server (fast; issue 7, outage logic)."""
+
+from __future__ import annotations
+
+import time
+
+import mlflow
+import pytest
+from experiments_helpers import store_uri
+
+from experiments import resilient
+from experiments import spool as spool_lib
+from experiments.config import ConfigError
+
+
+class Flaky:
+    """An MlflowClient whose calls fail with ConnectionError while `down` is set."""
+
+    def __init__(self, client):
+        self.client, self.down, self.calls = client, False, 0
+
+    def __getattr__(self, name):
+        target = getattr(self.client, name)
+
+        def call(*args, **kwargs):
+            self.calls += 1
+            if self.down:
+                raise ConnectionError("server down")
+            return target(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def store(tmp_path):
+    uri = store_uri(tmp_path)
+    (tmp_path / "mlruns").mkdir()
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("spool", artifact_location=(tmp_path / "art").as_uri())
+    run = client.create_run(experiment)
+    return client, run.info.run_id, tmp_path
+
+
+def test_link_retries_with_backoff_then_stays_offline(monkeypatch):
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    link = resilient.Link(attempts=3, backoff=0.5, cooldown=60)
+    calls = []
+
+    def failing():
+        calls.append(1)
+        raise ConnectionError("refused")
+
+    with pytest.raises(resilient.Offline):
+        link.call(failing)
+    assert len(calls) == 3 and sleeps == [0.5, 1.0]
+    with pytest.raises(resilient.Offline):
+        link.call(failing)  # offline: fails at once, no new attempt
+    assert len(calls) == 3
+    with pytest.raises(TypeError):  # a bug is not an outage: never spooled
+        resilient.Link().call(lambda: (_ for _ in ()).throw(TypeError("bug")))
+
+
+def test_outage_is_spooled_and_replayed_exactly_once(store, monkeypatch):
+    client, run_id, folder = store
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    flaky = Flaky(client)
+    tracker = resilient.ResilientTracker(flaky, run_id, folder / "ck", resilient.Link(cooldown=0))
+    tracker.log_metrics({"loss": 1.0}, 1)
+    flaky.down = True
+    tracker.log_metrics({"loss": 0.5, "val_loss": 0.7}, 2)
+    tracker.log_metrics({"loss": 0.25}, 3)
+    tracker.set_tags({"phase": "outage"})
+    tracker.log_text("hello", "notes/hello.txt")
+    tracker.log_dict({"a": 1}, "data/a.json")
+    tracker.log_params({"lr": 0.1})
+    assert tracker.logged_steps("loss") == {1, 2, 3}  # from memory and the spool
+    # The server got step 3 but the answer was lost: it is both there and spooled.
+    client.log_metric(run_id, "loss", 0.25, step=3)
+    flaky.down = False
+    assert tracker.flush()
+    history = sorted(m.step for m in client.get_metric_history(run_id, "loss"))
+    assert history == [1, 2, 3]
+    assert [m.step for m in client.get_metric_history(run_id, "val_loss")] == [2]
+    run = client.get_run(run_id)
+    assert run.data.tags["phase"] == "outage" and run.data.params["lr"] == "0.1"
+    paths = {a.path for a in client.list_artifacts(run_id, "notes")}
+    assert paths == {"notes/hello.txt"}
+    assert not tracker.spool.folder.exists()
+
+
+def test_replay_is_idempotent_after_a_crash_mid_sync(store):
+    client, run_id, folder = store
+    spool = spool_lib.Spool(folder / "spool")
+    spool.append({"op": "metrics", "metrics": [["loss", 1.0, 0, 1], ["loss", 0.5, 0, 2]]})
+    spool.append({"op": "tags", "tags": {"k": "v"}})
+    with open(spool.journal, "a", encoding="utf-8") as handle:
+        handle.write('{"seq": 2, "op": "metr')  # torn by a kill: ignored
+    assert [r["seq"] for r in spool.records()] == [0, 1]
+    client.log_metric(run_id, "loss", 1.0, step=1)  # uploaded before the crash, not marked
+    assert spool_lib.replay(spool, client, run_id) == 2
+    assert spool_lib.replay(spool, client, run_id) == 0
+    assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == [1, 2]
+
+
+def test_end_run_spools_the_status_when_the_server_is_gone(store, monkeypatch):
+    client, run_id, folder = store
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    flaky = Flaky(client)
+    tracker = resilient.ResilientTracker(flaky, run_id, folder / "ck", resilient.Link(cooldown=0))
+    mlflow.set_tracking_uri(store_uri(folder))
+    mlflow.start_run(run_id=run_id)
+    flaky.down = True
+    monkeypatch.setattr(mlflow.MlflowClient, "set_terminated", _refuse)
+    resilient.end_run(tracker, "FINISHED")
+    assert mlflow.active_run() is None
+    monkeypatch.undo()
+    assert [r["op"] for r in tracker.spool.pending()] == ["status"]
+    flaky.down = False
+    assert tracker.flush()
+    assert client.get_run(run_id).info.status == "FINISHED"
+
+
+def _refuse(self, *args, **kwargs):
+    raise ConnectionError("server down")
+
+
+def test_check_server_only_checks_http_and_fails_fast():
+    resilient.check_server("sqlite:///x.db", timeout=0.1)  # local stores are not checked
+    started = time.monotonic()
+    with pytest.raises(resilient.TrackingUnavailable, match="did not answer within 0.5 s"):
+        resilient.check_server("http://127.0.0.1:9", timeout=0.5)
+    assert time.monotonic() - started < 5
+
+
+def test_sync_rejects_a_malformed_run_id():
+    from experiments.sync import sync_run
+
+    with pytest.raises(ConfigError, match="run_id"):
+        sync_run("../../etc")
