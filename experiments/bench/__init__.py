@@ -87,14 +87,22 @@ def cmd_bench(args) -> int:
         seed=args.seed,
         temporary_store=args.no_mlflow,
     )
-    report = run_suite(options, set(args.only) if args.only else None, args.mixed_precision)
+
+    def write(report):
+        if args.out:
+            report["settings"]["command"] = command_line(args)
+            path = Path(args.out)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(report, indent=2, default=_jsonable) + "\n"
+            path.write_text(text, encoding="utf-8")
+
+    only = set(args.only) if args.only else None
+    report = run_suite(options, only, args.mixed_precision, on_progress=write)
     report["settings"]["command"] = command_line(args)
     print(summary(report))
     if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2, default=_jsonable) + "\n", encoding="utf-8")
-        print(f"results: {path}")
+        write(report)
+        print(f"results: {args.out}")
     if not args.no_mlflow:
         run_id = log_to_mlflow(report)
         print(f"MLflow run: {run_id}")
@@ -120,8 +128,14 @@ def command_line(args) -> str:
     return " ".join(parts)
 
 
-def run_suite(options: Options, only: set[str] | None = None, mixed_precision=False) -> dict:
-    """Run the selected benchmarks and curves; return the report dict."""
+def run_suite(
+    options: Options, only: set[str] | None = None, mixed_precision=False, on_progress=None
+) -> dict:
+    """Run the selected benchmarks and curves; return the report dict.
+
+    `on_progress(partial_report)` is called after each benchmark (so an
+    interrupted run still leaves its finished results behind).
+    """
     import keras
 
     from experiments.bench import scaling, timing
@@ -131,22 +145,11 @@ def run_suite(options: Options, only: set[str] | None = None, mixed_precision=Fa
     policy = keras.config.dtype_policy()
     if mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
-    results = {}
-    try:
-        for name, bench in BENCHMARKS.items():
-            if only is not None and name not in only:
-                continue
-            results[name] = run_one(name, bench, options)
-            _progress(name, results[name])
-        curves = {}
-        if only is None or "scaling" in only:
-            curves = scaling.run_curves(options)
-    finally:
-        keras.config.set_dtype_policy(policy)
-    machine["load_average_end"] = timing.load_average()
-    return {
-        "machine": machine,
-        "settings": {
+    results, curves = {}, {}
+    report = {"machine": machine, "settings": {}, "results": results, "scaling": curves}
+
+    def settings():
+        return {
             "profile": options.profile,
             "jit_compile": options.jit_compile,
             "mixed_precision": mixed_precision,
@@ -157,10 +160,24 @@ def run_suite(options: Options, only: set[str] | None = None, mixed_precision=Fa
             "wall_s": round(time.perf_counter() - started, 1),
             "method": "warm-up, then alternating pairs project/peer in one process; ratio = "
             "median of per-pair ratios, spread = their quartiles",
-        },
-        "results": results,
-        "scaling": curves,
-    }
+        }
+
+    try:
+        for name, bench in BENCHMARKS.items():
+            if only is not None and name not in only:
+                continue
+            results[name] = run_one(name, bench, options)
+            _progress(name, results[name])
+            if on_progress is not None:
+                report["settings"] = settings()
+                on_progress(report)
+        if only is None or "scaling" in only:
+            curves.update(scaling.run_curves(options))
+    finally:
+        keras.config.set_dtype_policy(policy)
+    machine["load_average_end"] = timing.load_average()
+    report["settings"] = settings()
+    return report
 
 
 def run_one(name: str, bench, options: Options) -> dict:

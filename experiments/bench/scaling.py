@@ -168,6 +168,9 @@ def pooling_memory_curve(options: Options) -> dict:
         return {"skipped": str(skip)}
     if timing.rss_bytes("VmHWM") is None or not timing.peak_rss_reset():
         return {"skipped": "no /proc/self peak-RSS accounting on this platform"}
+    # Large blocks straight from mmap and back to the OS on free: otherwise glibc keeps freed
+    # tensors in its heap and a warm step's peak never rises above the resident size.
+    _fixed_mmap_threshold(128 * 1024)
     b, d = sizes["pool_batch"], sizes["pool_dim"]
     measured, analytic = [], []
     for t in lengths:
@@ -189,10 +192,21 @@ def pooling_memory_curve(options: Options) -> dict:
         "expected": "linear",
         "shapes": shapes,
         "method": "peak RSS (VmHWM after a reset via /proc/self/clear_refs) minus RSS right "
-        "before one warm forward + backward step; TF keeps no CPU allocator stats. "
+        "before one warm forward + backward step, with glibc's mmap threshold fixed at 128 KiB "
+        "so freed tensors leave the process; TF keeps no CPU allocator stats. "
         "analytic = 2 x 4 bytes x B x T x (3D + 2) (activations kept for backward and "
         "their gradients)",
     }
+
+
+def _fixed_mmap_threshold(size: int) -> bool:
+    """glibc `mallopt(M_MMAP_THRESHOLD, size)`; False where that is not glibc."""
+    import ctypes
+
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(-3, size))  # -3: M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        return False
 
 
 def run_curves(options: Options, only: set[str] | None = None) -> dict:
