@@ -22,7 +22,7 @@ test-tf: $(STAMP)
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --durations=15 tests
 
 test-jax: $(STAMP)
-	KERAS_BACKEND=jax $(PYTEST) -n 2 -m layers tests
+	KERAS_BACKEND=jax $(PYTEST) -n 2 -m "layers and not slow" tests
 
 demo: $(STAMP)
 	$(PY) -m experiments run demo

@@ -65,6 +65,10 @@ class GenerationResult:
     attention: np.ndarray
 
 
+# Longest generation: caches of `(batch, prompt + max_length, units)` are preallocated.
+MAX_LENGTH = 1_000_000
+
+
 def generate(
     model,
     prompts,
@@ -128,6 +132,11 @@ def generate(
             f"Received: strategy={strategy!r}"
         )
     _check_int("max_length", max_length, 1)
+    if max_length > MAX_LENGTH:
+        raise ValueError(
+            f"max_length must be <= {MAX_LENGTH} (the caches are preallocated). "
+            f"Received: max_length={max_length!r}"
+        )
     _check_number("temperature", temperature)
     if temperature < 0:
         raise ValueError(

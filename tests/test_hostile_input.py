@@ -91,11 +91,6 @@ def test_library_rejects_bad_arguments(case):
         build()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="keras_attn_rnn.generation does not bound max_length: 10**12 fails deep in "
-    "TensorFlow's Pad op instead of with a clear ValueError (library owner to fix)",
-)
 def test_generate_huge_max_length_is_a_clear_error():
     with pytest.raises(ValueError, match="max_length"):
         generation.generate(_lm(), [[3]], 10**12)
