@@ -64,6 +64,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="store_true",
         help="build both sides under the mixed_float16 policy (for GPUs)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="timed pairs per benchmark (default: per benchmark and profile)",
+    )
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     # smallest shapes, one repeat: for the test suite (also ATTN_RNN_BENCH_TINY=1)
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
@@ -86,6 +92,7 @@ def cmd_bench(args) -> int:
         tfa_python=args.tfa_python,
         seed=args.seed,
         temporary_store=args.no_mlflow,
+        repeats_override=args.repeats,
     )
 
     def write(report):
@@ -119,7 +126,11 @@ def command_line(args) -> str:
         parts.append("--tiny")
     if args.only:
         parts.append("--only " + " ".join(args.only))
-    for flag, value in (("--tfa-python", args.tfa_python), ("--out", args.out)):
+    for flag, value in (
+        ("--repeats", args.repeats),
+        ("--tfa-python", args.tfa_python),
+        ("--out", args.out),
+    ):
         if value:
             parts.append(f"{flag} {value}")
     for flag in ("no_mlflow", "jit_compile", "mixed_precision"):
@@ -155,6 +166,7 @@ def run_suite(
             "mixed_precision": mixed_precision,
             "tfa_python": options.tfa_python,
             "seed": options.seed,
+            "repeats": options.repeats,
             "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "git_commit": _git_commit(),
             "wall_s": round(time.perf_counter() - started, 1),
@@ -243,11 +255,9 @@ def summary(report: dict) -> str:
             )
         elif "exponent_measured" in curve:
             km, ka = curve["exponent_measured"], curve["exponent_analytic"]
-            lines.append(
-                f"  {name:26s} memory ~ T^{km:.2f} measured, T^{ka:.2f} analytic"
-                if km is not None and ka is not None
-                else f"  {name:26s} (too few points)"
-            )
+            measured = f"T^{km:.2f} measured" if km is not None else "not measurable"
+            analytic = f"T^{ka:.2f} analytic" if ka is not None else "too few points"
+            lines.append(f"  {name:26s} memory ~ {measured}, {analytic}")
     return "\n".join(lines)
 
 

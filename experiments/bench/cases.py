@@ -96,6 +96,7 @@ class Options:
     # tracking_overhead logs to the runner's store (MLFLOW_TRACKING_URI or mlruns/mlflow.db),
     # or, with `--no-mlflow`, to a throw-away SQLite store
     temporary_store: bool = False
+    repeats_override: int | None = None  # `--repeats N`: N pairs for every benchmark
 
     @property
     def sizes(self) -> dict:
@@ -103,7 +104,11 @@ class Options:
 
     @property
     def repeats(self) -> dict:
-        return PROFILES[self.profile]["repeats"]
+        counts = dict(PROFILES[self.profile]["repeats"])
+        if self.repeats_override:
+            for key in ("fast", "step", "slow", "generation"):
+                counts[key] = self.repeats_override
+        return counts
 
 
 def require(module: str, attribute: str | None = None, what: str | None = None):
@@ -631,11 +636,9 @@ class _Store:
         self.temporary = temporary
 
     def __enter__(self):
-        import mlflow
 
         self.folder = tempfile.TemporaryDirectory(prefix="bench-tracking-")
         self.previous_env = os.environ.get("MLFLOW_TRACKING_URI")
-        self.previous_uri = mlflow.get_tracking_uri()
         if self.temporary:
             uri = f"sqlite:///{Path(self.folder.name) / 'mlflow.db'}"
             os.environ["MLFLOW_TRACKING_URI"] = uri
@@ -644,11 +647,14 @@ class _Store:
     def __exit__(self, *exc):
         import mlflow
 
+        from experiments import tracking
+
         if self.previous_env is None:
             os.environ.pop("MLFLOW_TRACKING_URI", None)
         else:
             os.environ["MLFLOW_TRACKING_URI"] = self.previous_env
-        mlflow.set_tracking_uri(self.previous_uri)
+        # The runner's store (env or mlruns/), never MLflow's cwd default.
+        mlflow.set_tracking_uri(tracking.tracking_uri())
         self.folder.cleanup()
 
 
@@ -658,7 +664,9 @@ def tracking_overhead(options: Options) -> dict:
     Both sides run the runner's callbacks (`training.make_callbacks`: clock,
     evaluation, checkpoint); "with" adds the `RunLogger` that logs the
     epoch's metrics, attention heatmaps and sample generations to an MLflow
-    run in a temporary SQLite store (the default store's kind).
+    run (experiment `bench-tracking-overhead`) in the runner's store, or in a
+    throw-away SQLite store with `--no-mlflow`. Epochs are numbered on, so
+    `heatmap_every > 1` draws heatmaps on some of the timed epochs only.
     """
     for module, attribute in (
         ("experiments.training", "prepare"),

@@ -183,8 +183,15 @@ def pooling_memory_curve(options: Options) -> dict:
         measured.append(max(0, peak - before))
         # kept for backward (float32): input, W h + b, tanh(.), scores, weights; grads alike
         analytic.append(4 * b * t * (3 * d + 2) * 2)
+    note = None
+    if not any(measured):
+        note = (
+            "no RSS growth seen: the allocator keeps freed blocks resident, so peak RSS cannot "
+            "show a warm step's peak here; read analytic_bytes"
+        )
     return {
         "T": lengths,
+        "peak_rss_note": note,
         "peak_rss_bytes_above_start": measured,
         "analytic_bytes": analytic,
         "exponent_measured": exponent(lengths, [m or math.nan for m in measured]),
