@@ -464,6 +464,33 @@ def _length_penalty(lengths, alpha):
     return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
 
 
+def _backtrack(tokens, parents, history, beams):
+    """Follows parent pointers from the last step back to the first (tfa's
+    `gather_tree`). `tokens`, `parents`: `(T, B, W)`; `history`: `(T, B, W, S)`;
+    `beams`: `(B, n)` chosen beams at the last step. Returns `(B, n, T)` tokens
+    and `(B, n, T, S)` alignments."""
+    steps = ops.shape(tokens)[0]
+
+    def body(i, carry):
+        beams, out_tokens, out_history = carry
+        t = steps - 1 - i
+        out_tokens = ops.slice_update(
+            out_tokens, [t, 0, 0], ops.expand_dims(ops.take_along_axis(tokens[t], beams, 1), 0)
+        )
+        step_history = ops.take_along_axis(history[t], ops.expand_dims(beams, -1), 1)
+        out_history = ops.slice_update(out_history, [t, 0, 0, 0], ops.expand_dims(step_history, 0))
+        return ops.take_along_axis(parents[t], beams, 1), out_tokens, out_history
+
+    shape = (steps, ops.shape(beams)[0], ops.shape(beams)[1])
+    init = (
+        beams,
+        ops.zeros(shape, "int32"),
+        ops.zeros((*shape, ops.shape(history)[-1]), "float32"),
+    )
+    _, out_tokens, out_history = ops.fori_loop(0, steps, body, init)
+    return ops.transpose(out_tokens, (1, 2, 0)), ops.transpose(out_history, (1, 2, 0, 3))
+
+
 def _beam_search(
     model, prompts, max_length, start_id, eos_id, beam_width, length_penalty, num_beams_returned
 ):
@@ -485,8 +512,12 @@ def _beam_search(
         ops.expand_dims(ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), _IMPOSSIBLE)]), 0),
         (batch, 1),
     )
-    tokens = ops.zeros((batch, width, max_length), "int32")
-    history = ops.zeros((batch, width, max_length, source), "float32")
+    # Per step (step-major): each beam's token, parent beam and alignment. The
+    # sequences are recovered by one backtrack at the end (tfa's gather_tree),
+    # so no step reorders the whole history.
+    tokens = ops.zeros((max_length, batch, width), "int32")
+    parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
+    history = ops.zeros((max_length, batch, width, source), "float32")
     lengths = ops.zeros((batch, width), "int32")
     finished = ops.zeros((batch, width), "bool")
     # A finished beam continues only with padding, at no cost.
@@ -494,10 +525,10 @@ def _beam_search(
     offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
     step = ops.convert_to_tensor(0, "int32")
 
-    def cond(step, logits, weights, cache, log_probs, tokens, history, lengths, finished):
+    def cond(step, logits, weights, cache, log_probs, tokens, parents, history, lengths, finished):
         return ops.logical_and(ops.less(step, max_length), ops.logical_not(ops.all(finished)))
 
-    def body(step, logits, weights, cache, log_probs, tokens, history, lengths, finished):
+    def body(step, logits, weights, cache, log_probs, tokens, parents, history, lengths, finished):
         step_log_probs = ops.log_softmax(_without_padding(logits), axis=-1)
         step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
         step_log_probs = ops.where(ops.expand_dims(finished, -1), pad_only, step_log_probs)
@@ -517,29 +548,40 @@ def _beam_search(
             finished = ops.logical_or(finished, ops.equal(token, eos_id))
 
         flat_parent = ops.reshape(offsets + ops.cast(parent, "int32"), (-1,))
-        tokens = ops.take_along_axis(tokens, ops.expand_dims(parent, -1), axis=1)
-        tokens = ops.slice_update(tokens, [0, 0, step], ops.expand_dims(token, -1))
-        history = ops.take_along_axis(history, ops.reshape(parent, (batch, width, 1, 1)), axis=1)
+        tokens = ops.slice_update(tokens, [step, 0, 0], ops.expand_dims(token, 0))
+        parents = ops.slice_update(
+            parents, [step, 0, 0], ops.expand_dims(ops.cast(parent, "int32"), 0)
+        )
         kept = ops.reshape(
             ops.take(ops.cast(weights, "float32"), flat_parent, axis=0), (batch, width, source)
         )
         kept = ops.where(ops.expand_dims(parent_finished, -1), 0.0, kept)
-        history = ops.slice_update(history, [0, 0, step, 0], ops.expand_dims(kept, 2))
+        history = ops.slice_update(history, [step, 0, 0, 0], ops.expand_dims(kept, 0))
         cache = keras.tree.map_structure(lambda x: ops.take(x, flat_parent, axis=0), cache)
         logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
-        return step + 1, logits, weights, cache, log_probs, tokens, history, lengths, finished
+        return (
+            step + 1,
+            logits,
+            weights,
+            cache,
+            log_probs,
+            tokens,
+            parents,
+            history,
+            lengths,
+            finished,
+        )
 
     loop = ops.while_loop(
         cond,
         body,
-        (step, logits, weights, cache, log_probs, tokens, history, lengths, finished),
+        (step, logits, weights, cache, log_probs, tokens, parents, history, lengths, finished),
         maximum_iterations=max_length,
     )
-    log_probs, tokens, history, lengths = loop[4], loop[5], loop[6], loop[7]
+    log_probs, tokens, parents, history, lengths = loop[4], loop[5], loop[6], loop[7], loop[8]
     final = log_probs / _length_penalty(lengths, length_penalty)
     scores, order = ops.top_k(final, num_beams_returned)
-    tokens = ops.take_along_axis(tokens, ops.expand_dims(order, -1), axis=1)
-    history = ops.take_along_axis(history, ops.reshape(order, (batch, -1, 1, 1)), axis=1)
+    tokens, history = _backtrack(tokens, parents, history, ops.cast(order, "int32"))
     if num_beams_returned == 1:
         return tokens[:, 0], scores[:, 0], history[:, 0]
     return tokens, scores, history
