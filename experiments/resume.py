@@ -12,12 +12,7 @@ from experiments.config import ConfigError
 def resume_run(run_id: str) -> str:
     """Reload the run's logged config and checkpoint, then train the remaining epochs."""
     client = tracking.connect()
-    try:
-        run = client.get_run(run_id)
-    except Exception as err:  # noqa: BLE001 - MlflowException subclasses vary by store
-        raise ConfigError(
-            f"run_id: no run {run_id!r} in {tracking.tracking_uri()} ({err})"
-        ) from None
+    run = tracking.get_run(client, run_id)
     if run.info.status == "FINISHED":
         raise ConfigError(f"run_id: run {run_id} already FINISHED; nothing to resume")
     tracker = tracking.Tracker(client, run_id)

@@ -43,12 +43,7 @@ def spool_folder(client, run_id: str, checkpoint_dir: str | None) -> Path:
     from experiments import tracking
 
     if checkpoint_dir is None:
-        try:
-            run = client.get_run(run_id)
-        except Exception as err:  # noqa: BLE001 - MlflowException subclasses vary by store
-            raise ConfigError(
-                f"run_id: no run {run_id!r} in {tracking.tracking_uri()} ({err})"
-            ) from None
+        run = tracking.get_run(client, run_id)
         checkpoint_dir = run.data.tags.get("checkpoint_dir")
         if not checkpoint_dir:
             raise ConfigError(

@@ -63,6 +63,16 @@ def connect():
     return mlflow.MlflowClient(uri)
 
 
+def get_run(client, run_id: str):
+    """The MLflow run `run_id`, or a `ConfigError` (exit 2) naming it and the store."""
+    from experiments.config import ConfigError
+
+    try:
+        return client.get_run(run_id)
+    except Exception as err:  # noqa: BLE001 - MlflowException subclasses vary by store
+        raise ConfigError(f"run_id: no run {run_id!r} in {tracking_uri()} ({err})") from None
+
+
 def experiment_id(client, name: str) -> str:
     """Id of experiment `name`, created with artifacts beside a local store."""
     found = client.get_experiment_by_name(name)
