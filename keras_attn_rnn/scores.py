@@ -242,10 +242,23 @@ def get(identifier, **kwargs):
 
 
 def name_of(score):
-    """The registry name of a score (`"additive"`) given as a name or a layer."""
+    """The registry name of a score (`"additive"`) given as a name, a layer or its config."""
     if isinstance(score, str):
         return score
+    if isinstance(score, dict):
+        by_class = {cls.__name__: name for cls, name in _NAME_OF.items()}
+        return by_class.get(score.get("class_name"), score.get("class_name"))
     return _NAME_OF.get(type(score), type(score).__name__)
+
+
+def check_units(score, units, projects_to):
+    """Raises unless `score` is valid and `units` is None or used (only `additive` uses it)."""
+    check(score)
+    if units is not None and name_of(score) != "additive":
+        raise ValueError(
+            f"units is only used by score='additive'; other scores project to the "
+            f"{projects_to}. Received: score={score!r}, units={units!r}"
+        )
 
 
 def serialize(identifier):

@@ -122,11 +122,7 @@ class AttentionDecoder(keras.layers.Layer):
             )
         _common.check_positive_int("units", units)
         _common.check_positive_int("attention_layer_size", attention_layer_size)
-        if units is not None and scores.name_of(scores.get(score)) != "additive":
-            raise ValueError(
-                "units is only used by score='additive'; other scores project to the "
-                f"cell output size. Received: score={score!r}, units={units!r}"
-            )
+        scores.check_units(score, units, "cell output size")
         self.normalizer_fn = masking.get_normalizer(normalizer)
         super().__init__(**kwargs)
         self.cell = cell

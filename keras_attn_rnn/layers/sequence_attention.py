@@ -58,12 +58,7 @@ class SequenceAttention(keras.layers.Layer):
         _common.check_positive_int("units", units)
         _common.check_positive_int("window", window)
         _common.check_dropout(dropout)
-        scores.check(score)
-        if units is not None and scores.name_of(score) != "additive":
-            raise ValueError(
-                "units is only used by score='additive'; other scores project to the "
-                f"query size. Received: score={score!r}, units={units!r}"
-            )
+        scores.check_units(score, units, "query size")
         self.normalizer_fn = masking.get_normalizer(normalizer)
         super().__init__(**kwargs)
         self.score = scores.serialize(score)  # config form; the layer is score_layer
