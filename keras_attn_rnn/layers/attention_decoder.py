@@ -126,7 +126,7 @@ class AttentionDecoder(keras.layers.Layer):
         self.normalizer_fn = masking.get_normalizer(normalizer)
         super().__init__(**kwargs)
         self.cell = cell
-        self.score = score
+        self.score = scores.serialize(score)  # config form; the layer is score_layer
         self.units = units
         self.attention_layer_size = attention_layer_size
         self.output_attention = output_attention
@@ -453,7 +453,7 @@ class AttentionDecoder(keras.layers.Layer):
         return {
             **super().get_config(),
             "cell": keras.saving.serialize_keras_object(self.cell),
-            "score": scores.serialize(self.score),
+            "score": self.score,
             "units": self.units,
             "attention_layer_size": self.attention_layer_size,
             "output_attention": self.output_attention,
