@@ -38,6 +38,25 @@ class Score(keras.layers.Layer):
                 f"key_shape={tuple(key_shape)}"
             )
 
+    def build_for(self, query_shape, key_shape):
+        """Builds the score for these shapes; a score built before (shared) is only checked."""
+        if not self.built:
+            self.build(query_shape, key_shape)
+            return
+        Score.build(self, query_shape, key_shape)
+        d_q, d_k = query_shape[-1], key_shape[-1]
+        expected = {"kernel": (d_k, d_q), "query_kernel": (d_q, None), "key_kernel": (d_k, None)}
+        for name, shape in expected.items():
+            variable = getattr(self, name, None)
+            if variable is not None and any(
+                e is not None and e != got for e, got in zip(shape, variable.shape)
+            ):
+                raise ValueError(
+                    f"The score layer {self.name!r} was built for other shapes: its {name} "
+                    f"has shape {tuple(variable.shape)}. Received: "
+                    f"query_shape={tuple(query_shape)}, key_shape={tuple(key_shape)}"
+                )
+
     def _w(self, variable):
         return ops.cast(variable, self.compute_dtype)
 

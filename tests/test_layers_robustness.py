@@ -81,6 +81,16 @@ def test_bad_call_creates_no_weights():
     assert layer.weights == [] and not layer.built
 
 
+def test_a_built_score_instance_is_shared_not_rebuilt():
+    score = scores.General()
+    score.build((None, 1, 4), X.shape)
+    pooling, attention = AttentionPooling(score=score), SequenceAttention(score=score)
+    pooling(X), attention([X, X])
+    assert [w is score.kernel for w in (pooling.weights[-1], attention.weights[0])] == [True] * 2
+    with pytest.raises(ValueError, match=r"built for other shapes.*Received: query_shape"):
+        SequenceAttention(score=score)([X[..., :3], X[..., :3]])
+
+
 EXTREME_POLICIES = ["float32", "mixed_float16", "mixed_bfloat16"]
 
 

@@ -188,7 +188,7 @@ class AttentionDecoder(keras.layers.Layer):
             self.cell.build((None, cell_input_dim))
         output_size = getattr(self.cell, "output_size", None)
         self.cell_output_size = output_size or tree.flatten(self.cell.state_size)[0]
-        self.score_layer.build((None, 1, self.cell_output_size), tuple(memory_shape))
+        self.score_layer.build_for((None, 1, self.cell_output_size), tuple(memory_shape))
         if self.attention_layer is not None:
             self.attention_layer.build((None, self.cell_output_size + self.memory_dim))
         self.fast_path = _fast_path(self.cell)

@@ -136,7 +136,7 @@ class AttentionPooling(keras.layers.Layer):
             query_dim = len(self.query_value)
         else:
             query_dim = self.units or dim
-        self.score_layer.build((None, 1, query_dim), tuple(sequence_shape))
+        self.score_layer.build_for((None, 1, query_dim), tuple(sequence_shape))
         if self.query == "learned":
             self.query_vector = self.add_weight(
                 name="query", shape=(query_dim,), initializer="glorot_uniform"

@@ -98,7 +98,7 @@ class SequenceAttention(keras.layers.Layer):
                 "key and value must have the same length. "
                 f"Received: key_shape={tuple(key_shape)}, value_shape={tuple(value_shape)}"
             )
-        self.score_layer.build(tuple(query_shape), tuple(key_shape))
+        self.score_layer.build_for(tuple(query_shape), tuple(key_shape))
 
     def key_mask(self, query_length, key_length, value_mask=None, use_causal_mask=False, offset=0):
         """The `(B or 1, Tq, Tv)` boolean mask of the keys each query may see."""
