@@ -119,6 +119,7 @@ class RunLogger(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         step = epoch + 1
+        self.tracker.wait()  # the last epoch's heatmaps: normally done, errors surface here
         self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
         if step % self.heatmap_every == 0:
             log_heatmaps(self.tracker, self.model, self.task, f"heatmaps/epoch_{step:03d}", step)
@@ -128,6 +129,17 @@ class RunLogger(keras.callbacks.Callback):
 
 
 def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:
-    """Plot every probe's attention and log the images under `folder`."""
-    for name, figure in evaluation.probe_figures(model, task, epoch):
-        tracker.log_figure(figure, f"{folder}/{name}.png")
+    """Plot every probe's attention and log the images under `folder`.
+
+    The model runs here; plotting and uploading run on the tracker's artifact
+    thread, while training goes on.
+    """
+    heatmaps = evaluation.probe_heatmaps(model, task, epoch)
+    tracker.submit(_render_and_log, tracker, folder, heatmaps)
+
+
+def _render_and_log(tracker, folder: str, heatmaps) -> None:
+    from keras_attn_rnn.plotting import plot_attention
+
+    for name, kwargs in heatmaps:
+        tracker.log_figure(plot_attention(**kwargs), f"{folder}/{name}.png")

@@ -55,12 +55,10 @@ def evaluate(model, task, split, gen_cfg: GenerateConfig | None = None) -> dict[
     return out
 
 
-def probe_figures(model, task, epoch: int | None = None) -> list[tuple[str, object]]:
-    """One attention heatmap (name, Figure) per probe example."""
-    from keras_attn_rnn.plotting import plot_attention
-
+def probe_heatmaps(model, task, epoch: int | None = None) -> list[tuple[str, dict]]:
+    """Each probe's attention as `(name, plot_attention kwargs)`: the model part of a heatmap."""
     logits, weights = modeling.attention_weights(model, task.probes.inputs)
-    figures = []
+    heatmaps = []
     for i in range(len(task.probes)):
         source = task.vocab.labels(task.probes.x[i])
         suffix = "" if epoch is None else f" (epoch {epoch})"
@@ -79,8 +77,9 @@ def probe_figures(model, task, epoch: int | None = None) -> list[tuple[str, obje
             source = labels = source[:n]
             rows = weights[i][:n, :n]
             title = f"probe {i}: causal self-attention{suffix}"
-        figures.append((f"probe_{i}", plot_attention(rows, source, labels, title=title)))
-    return figures
+        kwargs = dict(weights=rows, source_tokens=source, target_tokens=labels, title=title)
+        heatmaps.append((f"probe_{i}", kwargs))
+    return heatmaps
 
 
 def confusion_figure(matrix: np.ndarray, class_names: list[str]):

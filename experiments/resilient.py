@@ -307,7 +307,11 @@ class ResilientTracker(tracking.Tracker):
         return SPOOLED_MODEL_URI
 
     def flush(self) -> bool:
-        """Upload the spool now; True when nothing is left in it."""
+        """Finish the artifact thread, upload the spool; True when nothing is left in it."""
+        try:
+            self.wait()
+        except Exception as err:  # noqa: BLE001 - the run must still end (and not mask an error)
+            print(f"warning: logging artifacts failed: {err!r}", file=sys.stderr)
         if not self.spool.exists():
             return True
         self.link.offline_until = 0.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 SPOOL_DIR = "spool"
@@ -32,6 +33,7 @@ class Spool:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
+        self._lock = threading.RLock()  # the artifact thread spools too
 
     @property
     def journal(self) -> Path:
@@ -53,12 +55,13 @@ class Spool:
     def append(self, record: dict) -> dict:
         """Append one record (gets the next `seq`) durably."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        record = {"seq": self._next_seq(), **record}
-        line = json.dumps(record, default=_json_default) + "\n"
-        with open(self.journal, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with self._lock:
+            record = {"seq": self._next_seq(), **record}
+            line = json.dumps(record, default=_json_default) + "\n"
+            with open(self.journal, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
         return record
 
     def new_file(self, name: str) -> tuple[Path, Path]:
@@ -66,7 +69,9 @@ class Spool:
         files = self.folder / "files"
         files.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-80:]
-        final = files / f"{self._next_seq():06d}-{len(list(files.iterdir())):04d}-{safe}"
+        with self._lock:
+            final = files / f"{self._next_seq():06d}-{len(list(files.iterdir())):04d}-{safe}"
+            final.with_name(".tmp-" + final.name).touch()  # claims the name
         return final.with_name(".tmp-" + final.name), final
 
     @staticmethod

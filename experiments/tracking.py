@@ -137,10 +137,34 @@ def is_chief() -> bool:
 
 
 class Tracker:
-    """Logging for one MLflow run, addressed by id."""
+    """Logging for one MLflow run, addressed by id.
+
+    `submit` runs slow artifact work (rendering and uploading heatmaps) on one
+    background thread, so training does not wait for it; `wait` blocks until
+    it is done and re-raises its first error. `end` waits first.
+    """
 
     def __init__(self, client, run_id: str):
         self.client, self.run_id = client, run_id
+        self._worker = None
+        self._pending = []
+
+    def submit(self, fn, *args) -> None:
+        """Run `fn(*args)` on the artifact thread (in submission order)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="mlflow-artifacts")
+        self._pending = [f for f in self._pending if not f.done() or f.exception()]
+        self._pending.append(self._worker.submit(fn, *args))
+
+    def wait(self) -> None:
+        """Block until submitted work is done; re-raise the first error it hit."""
+        pending, self._pending = self._pending, []
+        errors = [f.exception() for f in pending]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
@@ -226,6 +250,7 @@ class Tracker:
         return info.model_uri
 
     def end(self, status: str = "FINISHED") -> None:
+        self.wait()
         self.client.set_terminated(self.run_id, status)
 
 

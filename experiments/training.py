@@ -269,6 +269,7 @@ def _finish(model, cfg, task, tracker) -> None:
         tracker.log_dict(_example_json(example.inputs), "input_example.json")
         tracker.log_array(expected, "expected_output.npy")
         tracker.set_tags({"model_uri": tracker.log_model(model)})
+    tracker.wait()  # the heatmaps: a failure fails the run
 
 
 def _example_json(inputs) -> dict:

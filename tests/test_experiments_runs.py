@@ -128,3 +128,27 @@ def test_bad_grid_exits_2_before_any_run(store, tmp_path, capsys):
     assert code == 2
     assert "model.attention.score" in capsys.readouterr().err
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_heatmaps_render_off_the_training_thread_and_failures_fail_the_run(
+    store, tmp_path, monkeypatch
+):
+    import threading
+
+    from keras_attn_rnn import plotting
+
+    threads = []
+
+    def broken_plot(**kwargs):
+        threads.append(threading.current_thread().name)
+        raise RuntimeError("cannot draw")
+
+    monkeypatch.setattr(plotting, "plot_attention", broken_plot)
+    config = write_config(
+        tmp_path, TINY_TASKS["needle"], train={"epochs": 2}, tracking={"log_model": False}
+    )
+    with pytest.raises(RuntimeError, match="cannot draw"):
+        main(["run", str(config)])
+    (run,) = runs(store)
+    assert run.info.status == "FAILED"
+    assert threads and all(name.startswith("mlflow-artifacts") for name in threads)

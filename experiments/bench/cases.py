@@ -47,7 +47,9 @@ PROFILES = {
             batch=8, tokens=256, prompt_len=8, units=256, embedding_dim=64, vocab=1000
         ),
         "tracking": dict(config="demo", set=[]),
-        "repeats": dict(fast=30, step=10, slow=3, generation=3, tfa_rounds=2, warmup=2),
+        "repeats": dict(
+            fast=30, step=10, slow=3, generation=3, tfa_rounds=2, warmup=2, tracking_epochs=3
+        ),
     },
     "quick": {
         "pooling_overhead": dict(batch=32, time=100, units=64, embedding_dim=64, vocab=2000),
@@ -56,7 +58,9 @@ PROFILES = {
         "decoder": dict(batch=16, source_len=20, target_len=10, units=64, vocab=200),
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
         "tracking": dict(config="needle", set=["task.num_examples=1000"]),
-        "repeats": dict(fast=8, step=5, slow=2, generation=2, tfa_rounds=1, warmup=1),
+        "repeats": dict(
+            fast=8, step=5, slow=2, generation=2, tfa_rounds=1, warmup=1, tracking_epochs=2
+        ),
     },
     "tiny": {
         "pooling_overhead": dict(batch=4, time=12, units=8, embedding_dim=8, vocab=50),
@@ -76,7 +80,9 @@ PROFILES = {
                 "train.run_eagerly=true",  # no tracing: the test checks the schema only
             ],
         ),
-        "repeats": dict(fast=2, step=2, slow=1, generation=1, tfa_rounds=1, warmup=0),
+        "repeats": dict(
+            fast=2, step=2, slow=1, generation=1, tfa_rounds=1, warmup=0, tracking_epochs=1
+        ),
     },
 }
 
@@ -659,14 +665,16 @@ class _Store:
 
 
 def tracking_overhead(options: Options) -> dict:
-    """One epoch of the runner's training with its MLflow logging callback vs without.
+    """Epochs of the runner's training with its MLflow logging callback vs without.
 
     Both sides run the runner's callbacks (`training.make_callbacks`: clock,
     evaluation, checkpoint); "with" adds the `RunLogger` that logs the
     epoch's metrics, attention heatmaps and sample generations to an MLflow
     run (experiment `bench-tracking-overhead`) in the runner's store, or in a
     throw-away SQLite store with `--no-mlflow`. Epochs are numbered on, so
-    `heatmap_every > 1` draws heatmaps on some of the timed epochs only.
+    `heatmap_every > 1` draws heatmaps on some of the timed epochs only. A
+    sample is `tracking_epochs` consecutive epochs, the logged side including
+    the wait for its last heatmaps (which render on the artifact thread).
     """
     for module, attribute in (
         ("experiments.training", "prepare"),
@@ -715,34 +723,37 @@ def tracking_overhead(options: Options) -> dict:
             raise RuntimeError("make_callbacks returned no RunLogger to leave out")
         epoch = [0]
 
-        def one_epoch(callbacks):
+        r = options.repeats
+        span = r["tracking_epochs"]
+
+        def epochs(callbacks):
             start = epoch[0]
-            epoch[0] += 1
+            epoch[0] += span
             model.fit(
                 batches,
                 validation_data=(task.val.inputs, task.val.y),
                 validation_batch_size=cfg.train.batch_size,
                 initial_epoch=start,
-                epochs=start + 1,
+                epochs=start + span,
                 callbacks=callbacks,
                 verbose=0,
             )
 
-        r = options.repeats
+        def with_tracking():
+            epochs(with_logging)
+            tracker.wait()  # heatmaps render while the next epoch trains; the last one is timed
+
         started = time.perf_counter()
         result = timing.paired(
-            lambda: one_epoch(with_logging),
-            lambda: one_epoch(without_logging),
-            r["slow"],
-            min(1, r["warmup"]),
+            with_tracking, lambda: epochs(without_logging), r["slow"], min(1, r["warmup"])
         )
         elapsed = time.perf_counter() - started
         tracker.end()
     return {
         **result,
-        "project": "model.fit for one epoch with training.make_callbacks(...) "
-        "(clock, evaluation, checkpoint, RunLogger -> MLflow)",
-        "peer": "the same epoch with the same callbacks except RunLogger",
+        "project": f"model.fit for {span} epoch(s) with training.make_callbacks(...) "
+        "(clock, evaluation, checkpoint, RunLogger -> MLflow), then the wait for the heatmaps",
+        "peer": "the same epochs with the same callbacks except RunLogger",
         "store": store,
         "mlflow_run": None if options.temporary_store else run_id,
         "logged_per_epoch": "metrics, heatmaps every "
