@@ -181,6 +181,7 @@ class TrainConfig(_Section):
     epochs: int = Field(10, ge=1)
     batch_size: int = Field(64, ge=1)
     learning_rate: float = Field(1e-3, gt=0.0)
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 at the end
     optimizer: Literal["adam", "adamw", "rmsprop", "sgd"] = "adam"
     clipnorm: float | None = Field(1.0, gt=0.0)
     seed: int = 0

@@ -8,6 +8,7 @@ run and trains.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,20 +140,15 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     tracker.log_dict(task.vocabularies(), "vocab.json")
 
 
-def _strategy(name: str):
-    import tensorflow as tf
-
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    return None
-
-
-def _compile(model, cfg, task) -> None:
+def compile_model(model, cfg, task) -> None:
+    """Optimizer (with its learning-rate schedule), loss, metrics, jit/eager, as configured."""
     import keras
 
-    kwargs = {"learning_rate": cfg.train.learning_rate}
+    learning_rate = cfg.train.learning_rate
+    if cfg.train.lr_schedule == "cosine":
+        steps = cfg.train.epochs * math.ceil(len(task.train) / cfg.train.batch_size)
+        learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
+    kwargs = {"learning_rate": learning_rate}
     if cfg.train.clipnorm:
         kwargs["clipnorm"] = cfg.train.clipnorm
     optimizer = {
@@ -182,7 +178,7 @@ def _train(cfg, task, tracker, folder: Path) -> None:
     distribute.check_batch(strategy, cfg.train.batch_size)
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = modeling.build_model(cfg, task)
-        _compile(model, cfg, task)
+        compile_model(model, cfg, task)
         model(task.train.take(slice(0, 2)).inputs)  # build the weights
     state = checkpoints.load_state(folder)
     initial_epoch = 0

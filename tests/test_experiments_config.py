@@ -25,6 +25,7 @@ BAD_CASES = {
     "min_above_max": ({}, ["task.min_length=20", "task.max_length=5"], "task"),
     "dropout_out_of_range": ({}, ["model.dropout=1.5"], "model.dropout"),
     "bad_optimizer": ({}, ["train.optimizer=adamax"], "train.optimizer"),
+    "bad_lr_schedule": ({}, ["train.lr_schedule=linear"], "train.lr_schedule"),
     "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
@@ -100,6 +101,25 @@ def test_overrides_parse_values_as_yaml(tmp_path):
     assert cfg.model.attention.units is None
     assert cfg.tracking.tags == {"team": "nlp"}
     assert cfg.train.early_stopping.patience == 2
+
+
+def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
+    import keras
+
+    from experiments import modeling, training
+
+    path = write_config(
+        tmp_path, TINY_TASKS["needle"], train={"epochs": 3, "lr_schedule": "cosine"}
+    )
+    prepared = training.prepare(config_lib.load_config(path))
+    cfg, task = prepared.cfg, prepared.task
+    model = modeling.build_model(cfg, task)
+    training.compile_model(model, cfg, task)
+    schedule = keras.optimizers.schedules.deserialize(model.optimizer.get_config()["learning_rate"])
+    last = 3 * -(-len(task.train) // cfg.train.batch_size)
+    assert float(schedule(0)) == pytest.approx(cfg.train.learning_rate)
+    assert float(schedule(last // 2)) == pytest.approx(cfg.train.learning_rate / 2, rel=0.05)
+    assert float(schedule(last)) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_flatten_gives_dotted_keys():

@@ -608,32 +608,6 @@ def beam4_cost(options: Options) -> dict:
     }
 
 
-def _compile_like_runner(model, cfg, task) -> None:
-    """Compile as `experiments.training` does (optimizer, loss, metrics, jit)."""
-    import keras
-
-    from experiments.tasks.base import PAD
-
-    optimizer_cls = {
-        "adam": keras.optimizers.Adam,
-        "adamw": keras.optimizers.AdamW,
-        "rmsprop": keras.optimizers.RMSprop,
-        "sgd": keras.optimizers.SGD,
-    }[cfg.train.optimizer]
-    kwargs = {"learning_rate": cfg.train.learning_rate}
-    if cfg.train.clipnorm:
-        kwargs["clipnorm"] = cfg.train.clipnorm
-    model.compile(
-        optimizer=optimizer_cls(**kwargs),
-        loss=keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, ignore_class=None if task.kind == "classification" else PAD
-        ),
-        metrics=["accuracy"] if task.kind == "classification" else None,
-        jit_compile=cfg.train.jit_compile,
-        run_eagerly=cfg.train.run_eagerly,
-    )
-
-
 class _Store:
     """A scratch folder (checkpoints), and MLflow pointed at the runner's store or, with
     `temporary=True`, at a throw-away SQLite store of the same kind."""
@@ -679,6 +653,7 @@ def tracking_overhead(options: Options) -> dict:
     for module, attribute in (
         ("experiments.training", "prepare"),
         ("experiments.training", "make_callbacks"),
+        ("experiments.training", "compile_model"),
         ("experiments.tracking", "connect"),
         ("experiments.tracking", "Tracker"),
         ("experiments.callbacks", "RunLogger"),
@@ -705,7 +680,7 @@ def tracking_overhead(options: Options) -> dict:
     cfg, task = prepared.cfg, prepared.task
     keras.utils.set_random_seed(cfg.train.seed)
     model = modeling.build_model(cfg, task)
-    _compile_like_runner(model, cfg, task)
+    training.compile_model(model, cfg, task)
     model(task.train.take(slice(0, 2)).inputs)
 
     with _Store(options.temporary_store) as folder:
