@@ -7,7 +7,6 @@ never depend on which run happens to be active.
 from __future__ import annotations
 
 import io
-import json
 import os
 import platform
 import subprocess
@@ -121,19 +120,6 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"
-
-
-def is_chief() -> bool:
-    """True unless TF_CONFIG names this process a non-chief worker."""
-    spec = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
-    task = spec.get("task", {})
-    if task.get("type") in (None, "chief"):
-        return True
-    return (
-        task.get("type") == "worker"
-        and task.get("index", 0) == 0
-        and "chief" not in spec.get("cluster", {})
-    )
 
 
 class Tracker:
