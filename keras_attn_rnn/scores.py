@@ -67,7 +67,7 @@ class Score(keras.layers.Layer):
         return query
 
     def pairwise(self, query, keys):
-        return ops.matmul(query, ops.swapaxes(keys, -1, -2))
+        return ops.einsum("...qd,...kd->...qk", query, keys)
 
     def score(self, query, keys):
         return self.pairwise(self.prepare_query(query), self.prepare_keys(keys))
