@@ -74,11 +74,18 @@ def test_classifier_logits_and_attention(kwargs):
 
 # ------------------------------------------------------- step API == teacher forcing
 
+# `slow` cases run on TensorFlow only (`make test-jax` deselects them): JAX compiles
+# every new shape, so its run keeps one case of each kind.
+JAX_TOO, TF_ONLY = (), (pytest.mark.slow,)
+
 LM_CASES = [
-    {},
-    {"rnn": "gru", "num_layers": 2, "attention": {"score": "additive", "units": 5}},
-    {"attention": {"score": "general", "window": 2}},
-    {"rnn": "gru", "attention": {"score": "scaled_dot", "window": 1}},
+    pytest.param({}, marks=JAX_TOO),
+    pytest.param(
+        {"rnn": "gru", "num_layers": 2, "attention": {"score": "additive", "units": 5}},
+        marks=TF_ONLY,
+    ),
+    pytest.param({"attention": {"score": "general", "window": 2}}, marks=TF_ONLY),
+    pytest.param({"rnn": "gru", "attention": {"score": "scaled_dot", "window": 1}}, marks=JAX_TOO),
 ]
 
 
@@ -110,10 +117,24 @@ def test_language_model_cache_equals_teacher_forcing(kwargs):
 
 
 SEQ2SEQ_CASES = [
-    {"decoder": "bahdanau"},
-    {"decoder": "bahdanau", "rnn": "gru", "bidirectional": True, "attention_layer_size": 7},
-    {"decoder": "luong", "bidirectional": True, "attention": {"score": "general"}},
-    {"decoder": "luong", "rnn": "gru", "attention": {"score": "dot"}, "attention_layer_size": 5},
+    pytest.param({"decoder": "bahdanau"}, marks=JAX_TOO),
+    pytest.param(
+        {"decoder": "bahdanau", "rnn": "gru", "bidirectional": True, "attention_layer_size": 7},
+        marks=TF_ONLY,
+    ),
+    pytest.param(
+        {"decoder": "luong", "bidirectional": True, "attention": {"score": "general"}},
+        marks=TF_ONLY,
+    ),
+    pytest.param(
+        {
+            "decoder": "luong",
+            "rnn": "gru",
+            "attention": {"score": "dot"},
+            "attention_layer_size": 5,
+        },
+        marks=JAX_TOO,
+    ),
 ]
 
 
@@ -150,6 +171,7 @@ def _greedy_by_rerunning(model, prompts, steps, source=None):
     return prefix[:, len(prompts[0]) :]
 
 
+@pytest.mark.slow  # TensorFlow only; JAX runs the seq2seq (luong) variant below
 def test_language_model_generation_equals_rerunning_and_ignores_batching():
     model = tiny_lm(num_layers=2, attention={"score": "general", "window": 3})
     same_length = [[3, 4, 5], [8, 9, 2]]
@@ -170,7 +192,9 @@ def test_language_model_generation_equals_rerunning_and_ignores_batching():
     np.testing.assert_allclose(beam_alone.scores[0], beam.scores[1], atol=ATOL)
 
 
-@pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
+@pytest.mark.parametrize(
+    "decoder", [pytest.param("bahdanau", marks=TF_ONLY), pytest.param("luong", marks=JAX_TOO)]
+)
 def test_seq2seq_generation_equals_rerunning_and_ignores_batching(decoder):
     model = tiny_seq2seq(decoder=decoder, bidirectional=decoder == "bahdanau")
     result = generate(model, SOURCE, max_length=4, start_id=1)

@@ -16,6 +16,7 @@ from experiments.config import ConfigError
 TRAIN = {"epochs": 2, "batch_size": 16, "run_eagerly": False, "seed": 3}
 TRACKING = {"log_model": False, "heatmap_every": 100}
 NEEDLE = {**TINY_TASKS["needle"], "num_examples": 96}
+MODEL = {"rnn": "gru", "bidirectional": False}  # the cheapest graph to trace per process
 
 # Logical devices must exist before TensorFlow initialises, so this runs in a child process.
 MIRRORED = r"""
@@ -34,7 +35,7 @@ for name in ("none", "mirrored"):
 @pytest.mark.slow
 def test_mirrored_two_devices_matches_one_device(tmp_path):
     uri = store_uri(tmp_path)
-    config = write_config(tmp_path, NEEDLE, train=TRAIN, tracking=TRACKING)
+    config = write_config(tmp_path, NEEDLE, model=MODEL, train=TRAIN, tracking=TRACKING)
     import subprocess
     import sys
 
@@ -69,6 +70,7 @@ def test_multi_worker_two_processes_log_one_run(tmp_path):
     config = write_config(
         tmp_path,
         NEEDLE,
+        model=MODEL,
         train={**TRAIN, "distribute": "multi_worker", "checkpoint_dir": str(checkpoints)},
         tracking=TRACKING,
     )
