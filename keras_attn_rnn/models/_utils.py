@@ -9,6 +9,12 @@ from keras_attn_rnn.layers import _common
 RNN_KINDS = ("lstm", "gru")
 
 
+def check_sizes(**sizes):
+    """Each keyword must be a positive integer (e.g. `check_sizes(units=units)`)."""
+    for name, value in sizes.items():
+        _common.check_positive_int(name, value, allow_none=False)
+
+
 def check_choice(name, value, choices):
     if value not in choices:
         expected = ", ".join(repr(c) for c in choices)

@@ -62,11 +62,13 @@ class AttentiveClassifier(keras.Model):
         dropout=0.0,
         **kwargs,
     ):
-        _common.check_positive_int("vocab_size", vocab_size, allow_none=False)
-        _common.check_positive_int("num_classes", num_classes, allow_none=False)
-        _common.check_positive_int("embedding_dim", embedding_dim, allow_none=False)
-        _common.check_positive_int("units", units, allow_none=False)
-        _common.check_positive_int("num_layers", num_layers, allow_none=False)
+        _utils.check_sizes(
+            vocab_size=vocab_size,
+            num_classes=num_classes,
+            embedding_dim=embedding_dim,
+            units=units,
+            num_layers=num_layers,
+        )
         _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
         _common.check_dropout(dropout)

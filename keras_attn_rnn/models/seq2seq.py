@@ -91,10 +91,12 @@ class Seq2Seq(keras.Model):
         dropout=0.0,
         **kwargs,
     ):
-        _common.check_positive_int("source_vocab", source_vocab, allow_none=False)
-        _common.check_positive_int("target_vocab", target_vocab, allow_none=False)
-        _common.check_positive_int("embedding_dim", embedding_dim, allow_none=False)
-        _common.check_positive_int("units", units, allow_none=False)
+        _utils.check_sizes(
+            source_vocab=source_vocab,
+            target_vocab=target_vocab,
+            embedding_dim=embedding_dim,
+            units=units,
+        )
         _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
         _utils.check_choice("decoder", decoder, DECODERS)
