@@ -45,6 +45,11 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         cfg.model.bidirectional = task.kind == "classification"
     if cfg.generate.max_length is None:
         cfg.generate.max_length = evaluation.decode_length(task, cfg.generate)
+    if task.kind == "seq2seq" and cfg.model.num_layers != 1:
+        raise ConfigError(
+            f"invalid config:\n  model.num_layers: got {cfg.model.num_layers}; expected 1 for "
+            "a seq2seq task (its encoder and decoder have one RNN layer each)"
+        )
     if cfg.train.early_stopping and not _known_metric(cfg.train.early_stopping.monitor, task):
         raise ConfigError(
             f"invalid config:\n  train.early_stopping.monitor: got "

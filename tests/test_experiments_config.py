@@ -26,6 +26,7 @@ BAD_CASES = {
     "dropout_out_of_range": ({}, ["model.dropout=1.5"], "model.dropout"),
     "bad_optimizer": ({}, ["train.optimizer=adamax"], "train.optimizer"),
     "bad_lr_schedule": ({}, ["train.lr_schedule=linear"], "train.lr_schedule"),
+    "seq2seq_layers": ({"task": TINY_TASKS["reverse"]}, ["model.num_layers=2"], "model.num_layers"),
     "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
