@@ -141,7 +141,6 @@ class Tracker:
 
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="mlflow-artifacts")
-        self._pending = [f for f in self._pending if not f.done() or f.exception()]
         self._pending.append(self._worker.submit(fn, *args))
 
     def wait(self) -> None:
