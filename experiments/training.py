@@ -8,7 +8,6 @@ run and trains.
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,7 +150,8 @@ def compile_model(model, cfg, task) -> None:
 
     learning_rate = cfg.train.learning_rate
     if cfg.train.lr_schedule == "cosine":
-        steps = cfg.train.epochs * math.ceil(len(task.train) / cfg.train.batch_size)
+        batches = cb.EpochBatches(task.train, cfg.train.batch_size, cfg.train.seed)
+        steps = cfg.train.epochs * len(batches)  # the steps fit will take
         learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
     kwargs = {"learning_rate": learning_rate}
     if cfg.train.clipnorm:
