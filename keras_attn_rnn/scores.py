@@ -7,7 +7,7 @@ once per memory and reused by every query (and every decoder step):
 - `prepare_query(query)`: `(B, Tq, d_q) -> (B, Tq, d'')`, once per query;
 - `pairwise(query, keys)`: prepared `(B, Tq, .)` x `(B, Tv, .)` -> `(B, Tq, Tv)`.
 
-`score(query, keys)` chains the three. `build(query_shape, key_shape)` creates
+`score(query, keys)` chains the three. `build(query_shape, keys_shape)` creates
 only the weights the score needs, named after their role.
 """
 
@@ -15,9 +15,6 @@ import math
 
 import keras
 from keras import ops
-
-NAMES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
-
 
 class Score(keras.layers.Layer):
     """Base of the score layers: dot product of the prepared query and keys.
@@ -29,22 +26,22 @@ class Score(keras.layers.Layer):
     def required_query_dim(self, key_dim):
         return None
 
-    def build(self, query_shape, key_shape):
-        required = self.required_query_dim(key_shape[-1])
+    def build(self, query_shape, keys_shape):
+        required = self.required_query_dim(keys_shape[-1])
         if required is not None and query_shape[-1] != required:
             raise ValueError(
                 f"score={name_of(self)!r} needs the query size to equal "
                 f"{required} (the key size). Received: query_shape={tuple(query_shape)}, "
-                f"key_shape={tuple(key_shape)}"
+                f"keys_shape={tuple(keys_shape)}"
             )
 
-    def build_for(self, query_shape, key_shape):
+    def build_for(self, query_shape, keys_shape):
         """Builds the score for these shapes; a score built before (shared) is only checked."""
         if not self.built:
-            self.build(query_shape, key_shape)
+            self.build(query_shape, keys_shape)
             return
-        Score.build(self, query_shape, key_shape)
-        d_q, d_k = query_shape[-1], key_shape[-1]
+        Score.build(self, query_shape, keys_shape)
+        d_q, d_k = query_shape[-1], keys_shape[-1]
         expected = {"kernel": (d_k, d_q), "query_kernel": (d_q, None), "key_kernel": (d_k, None)}
         for name, shape in expected.items():
             variable = getattr(self, name, None)
@@ -54,7 +51,7 @@ class Score(keras.layers.Layer):
                 raise ValueError(
                     f"The score layer {self.name!r} was built for other shapes: its {name} "
                     f"has shape {tuple(variable.shape)}. Received: "
-                    f"query_shape={tuple(query_shape)}, key_shape={tuple(key_shape)}"
+                    f"query_shape={tuple(query_shape)}, keys_shape={tuple(keys_shape)}"
                 )
 
     def _w(self, variable):
@@ -99,8 +96,8 @@ class ScaledDot(Score):
     def required_query_dim(self, key_dim):
         return key_dim
 
-    def build(self, query_shape, key_shape):
-        super().build(query_shape, key_shape)
+    def build(self, query_shape, keys_shape):
+        super().build(query_shape, keys_shape)
         self.inverse_sqrt_dim = 1.0 / math.sqrt(query_shape[-1])
         if self.use_scale:
             self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
@@ -127,10 +124,10 @@ class General(Score):
         super().__init__(**kwargs)
         self.use_scale = use_scale
 
-    def build(self, query_shape, key_shape):
-        super().build(query_shape, key_shape)
+    def build(self, query_shape, keys_shape):
+        super().build(query_shape, keys_shape)
         self.kernel = self.add_weight(
-            name="kernel", shape=(key_shape[-1], query_shape[-1]), initializer="glorot_uniform"
+            name="kernel", shape=(keys_shape[-1], query_shape[-1]), initializer="glorot_uniform"
         )
         if self.use_scale:
             self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
@@ -152,10 +149,10 @@ class TanhDot(Score):
     Weights: `kernel (d_k, d_q)`, `bias (d_q,)`.
     """
 
-    def build(self, query_shape, key_shape):
-        super().build(query_shape, key_shape)
+    def build(self, query_shape, keys_shape):
+        super().build(query_shape, keys_shape)
         self.kernel = self.add_weight(
-            name="kernel", shape=(key_shape[-1], query_shape[-1]), initializer="glorot_uniform"
+            name="kernel", shape=(keys_shape[-1], query_shape[-1]), initializer="glorot_uniform"
         )
         self.bias = self.add_weight(name="bias", shape=(query_shape[-1],), initializer="zeros")
 
@@ -186,14 +183,14 @@ class Additive(Score):
         self.units = units
         self.normalize = normalize
 
-    def build(self, query_shape, key_shape):
-        super().build(query_shape, key_shape)
-        units = self.units or key_shape[-1]
+    def build(self, query_shape, keys_shape):
+        super().build(query_shape, keys_shape)
+        units = self.units or keys_shape[-1]
         self.query_kernel = self.add_weight(
             name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
         )
         self.key_kernel = self.add_weight(
-            name="key_kernel", shape=(key_shape[-1], units), initializer="glorot_uniform"
+            name="key_kernel", shape=(keys_shape[-1], units), initializer="glorot_uniform"
         )
         self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
         if self.normalize:
@@ -233,13 +230,19 @@ _CLASSES = {
 _NAME_OF = {cls: name for name, cls in _CLASSES.items()}
 
 
+def names():
+    """The registered score names, in registry order: `("dot", "scaled_dot", ...)`."""
+    return tuple(_CLASSES)
+
+
 def check(identifier):
     """Raises a `ValueError` unless `identifier` names or is a score."""
     if isinstance(identifier, (Score, dict)) or identifier in _CLASSES:
         return
+    choices = ", ".join(repr(name) for name in _CLASSES)
     raise ValueError(
-        "score must be one of 'dot', 'scaled_dot', 'general', 'additive', 'tanh_dot' "
-        f"or a `keras_attn_rnn.scores.Score` instance. Received: score={identifier!r}"
+        f"score must be one of {choices} or a `keras_attn_rnn.scores.Score` instance. "
+        f"Received: score={identifier!r}"
     )
 
 

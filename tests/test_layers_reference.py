@@ -241,3 +241,13 @@ def test_training_step_updates_weights_and_loss_decreases():
     before = model.evaluate(x, y, verbose=0)
     model.fit(x, y, epochs=5, batch_size=32, verbose=0)
     assert model.evaluate(x, y, verbose=0) < before
+
+
+@pytest.mark.parametrize("score", SCORES, ids=SCORE_IDS)
+def test_a_score_layer_is_callable_on_its_own(score):
+    """`scores.Dot()(q, k)`: the public score layers build from their call arguments."""
+    layer = scores.get(fresh(score))
+    query, keys = random_inputs((2, 3, 4), (2, 5, 4), seed=2)
+    out = to_numpy(layer(query, keys))
+    assert out.shape == (2, 3, 5)
+    np.testing.assert_allclose(out, reference.score(layer, query, keys), atol=ATOL)

@@ -159,7 +159,7 @@ def _model_with_every_layer_and_score():
     h = keras.layers.LSTM(6, return_sequences=True)(h)
     first = AttentionPooling()(h)
     pooled = [first]
-    for i, score in enumerate(scores.NAMES):
+    for i, score in enumerate(scores.names()):
         # Every score in both layers; the query sources rotate over the scores.
         if i % 3 == 0:
             pooled.append(AttentionPooling(score=score)(h))
@@ -180,7 +180,7 @@ def test_keras_file_reloads_identically_in_a_fresh_process(tmp_path):
     model = _model_with_every_layer_and_score()
     tokens = np.array([[1, 5, 7, 0, 0], [3, 2, 9, 11, 4]])
     expected = save_and_reload_in_subprocess(model, tokens, str(tmp_path))
-    assert expected[0].shape == (2, 6 * (1 + 2 * len(scores.NAMES) + 2))
+    assert expected[0].shape == (2, 6 * (1 + 2 * len(scores.names()) + 2))
     # In-process load too, with identical outputs and weights.
     reloaded = keras.saving.load_model(str(tmp_path / "model.keras"))
     np.testing.assert_array_equal(reloaded.predict(tokens, verbose=0), expected[0])
