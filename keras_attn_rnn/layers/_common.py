@@ -1,6 +1,9 @@
-"""Argument checks and the attention core shared by the layers."""
+"""Argument checks, the attention core and the cell helpers shared by the layers."""
 
-from keras import ops
+import inspect
+
+import keras
+from keras import ops, tree
 
 from keras_attn_rnn import masking
 
@@ -85,3 +88,40 @@ def attend(
     applied = dropout(weights, training=training) if dropout is not None else weights
     context = ops.matmul(ops.cast(applied, values.dtype), values)
     return context, weights
+
+
+# --- cells ---------------------------------------------------------------------------
+
+
+def call_has_training_arg(layer):
+    """Whether `layer.call` takes `training` (the rule Keras itself applies)."""
+    return "training" in inspect.signature(layer.call).parameters
+
+
+def has_dropout(cell):
+    """Whether `cell` (or a cell it stacks) draws dropout masks."""
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        return any(has_dropout(inner) for inner in cell.cells)
+    return bool(getattr(cell, "dropout", 0) or getattr(cell, "recurrent_dropout", 0))
+
+
+def prime_dropout_masks(cell, step_input, state):
+    """Creates a dropout cell's masks before a loop, as `keras.layers.RNN` does."""
+    if hasattr(cell, "get_dropout_mask"):
+        cell.get_dropout_mask(step_input)
+        cell.get_recurrent_dropout_mask(state[0] if tree.is_nested(state) else state)
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        for inner, inner_state in zip(cell.cells, state):
+            prime_dropout_masks(inner, step_input, inner_state)
+            inner_state = list(inner_state) if tree.is_nested(inner_state) else [inner_state]
+            step_input, _ = inner(step_input, inner_state)
+
+
+def reset_dropout_masks(cell):
+    """Drops the masks `prime_dropout_masks` made: they are per call."""
+    if hasattr(cell, "reset_dropout_mask"):
+        cell.reset_dropout_mask()
+        cell.reset_recurrent_dropout_mask()
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        for inner in cell.cells:
+            reset_dropout_masks(inner)

@@ -2,10 +2,9 @@ import copy
 
 import keras
 from keras import ops, tree
-from keras.src import backend as keras_backend  # `rnn`: the loop `keras.layers.RNN` uses
 
-from keras_attn_rnn import masking, scores
-from keras_attn_rnn.layers import _common
+from keras_attn_rnn import _keras_compat, masking, scores
+from keras_attn_rnn.layers import _common, _decoder_cells
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -191,82 +190,18 @@ class AttentionDecoder(keras.layers.Layer):
         self.score_layer.build_for((None, 1, self.cell_output_size), tuple(memory_shape))
         if self.attention_layer is not None:
             self.attention_layer.build((None, self.cell_output_size + self.memory_dim))
-        self.fast_path = _fast_path(self.cell)
+        self.fast_path = _decoder_cells.fast_path_kind(self.cell)
 
     # --------------------------------------------------------------- the step
 
-    def _project_inputs(self, x):
-        """The loop-independent part of the cell input: `x @ kernel[:d_in] + bias`."""
-        if self.fast_path is None:
-            return x
-        cell = self.cell
-        z = ops.matmul(x, ops.cast(cell.kernel[: self.input_dim], cell.compute_dtype))
-        if cell.use_bias:
-            bias = cell.bias
-            if self.fast_path == "gru" and cell.reset_after:
-                bias = bias[0]
-            z = z + ops.cast(bias, cell.compute_dtype)
-        return z
+    def _cell_maths(self):
+        """The cell's step maths (`fast_path` may be set to None to call the cell itself)."""
+        return _decoder_cells.cell_maths(
+            self.cell, self.fast_path, self.input_dim, self.input_feeding
+        )
 
-    def _recurrent_weights(self):
-        """Per-step weights of the fast path, prepared once per sequence."""
-        if self.fast_path is None:
-            return None
-        cell = self.cell
-        recurrent = ops.cast(cell.recurrent_kernel, cell.compute_dtype)
-        feed = ops.cast(cell.kernel[self.input_dim :], cell.compute_dtype)
-        if self.fast_path == "lstm":
-            # one matmul of concat(attention, h) per step
-            if self.input_feeding:
-                return {"kernel": ops.concatenate([feed, recurrent], axis=0)}
-            return {"kernel": recurrent}
-        weights = {"feed": feed if self.input_feeding else None, "recurrent": recurrent}
-        if cell.use_bias and cell.reset_after:
-            weights["bias"] = ops.cast(cell.bias[1], cell.compute_dtype)
-        return weights
-
-    def _cell_step(self, x, cell_state, attention, weights, training):
-        cell = self.cell
-        if self.fast_path == "lstm":
-            h, c = cell_state
-            hidden = ops.concatenate([attention, h], axis=-1) if self.input_feeding else h
-            z = x + ops.matmul(hidden, weights["kernel"])
-            z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-            c = cell.recurrent_activation(z_f) * c + cell.recurrent_activation(
-                z_i
-            ) * cell.activation(z_c)
-            h = cell.recurrent_activation(z_o) * cell.activation(c)
-            return h, [h, c]
-        if self.fast_path == "gru":
-            (h,) = cell_state
-            units = cell.units
-            if self.input_feeding:
-                x = x + ops.matmul(attention, weights["feed"])
-            x_z, x_r, x_h = ops.split(x, 3, axis=-1)
-            recurrent = weights["recurrent"]
-            if cell.reset_after:
-                inner = ops.matmul(h, recurrent)
-                if "bias" in weights:
-                    inner = inner + weights["bias"]
-                r_z, r_r, r_h = ops.split(inner, 3, axis=-1)
-                z = cell.recurrent_activation(x_z + r_z)
-                r = cell.recurrent_activation(x_r + r_r)
-                hh = cell.activation(x_h + r * r_h)
-            else:
-                inner = ops.matmul(h, recurrent[:, : 2 * units])
-                z = cell.recurrent_activation(x_z + inner[:, :units])
-                r = cell.recurrent_activation(x_r + inner[:, units:])
-                hh = cell.activation(x_h + ops.matmul(r * h, recurrent[:, 2 * units :]))
-            h = z * h + (1 - z) * hh
-            return h, [h]
-        cell_input = ops.concatenate([x, attention], axis=-1) if self.input_feeding else x
-        kwargs = {"training": training} if getattr(cell, "_call_has_training_arg", False) else {}
-        output, new_state = cell(cell_input, cell_state, **kwargs)
-        new_state = new_state if tree.is_nested(new_state) else [new_state]
-        return output, tree.pack_sequence_as(cell_state, tree.flatten(new_state))
-
-    def _step(self, x, cell_state, attention, keys, memory, key_mask, weights, training):
-        cell_output, cell_state = self._cell_step(x, cell_state, attention, weights, training)
+    def _step(self, maths, x, cell_state, attention, keys, memory, key_mask, weights, training):
+        cell_output, cell_state = maths.step(x, cell_state, attention, weights, training)
         context, alignments = _common.attend(
             self.score_layer,
             ops.expand_dims(cell_output, 1),
@@ -340,15 +275,17 @@ class AttentionDecoder(keras.layers.Layer):
     def step(self, inputs, state, training=False):
         """One decoder step: `(x_t, state) -> (output, state, alignments)`."""
         self._check_built("step")
-        x = self._project_inputs(ops.cast(inputs, self.compute_dtype))
+        maths = self._cell_maths()
+        x = maths.project_inputs(ops.cast(inputs, self.compute_dtype))
         output, alignments, cell_state, attention = self._step(
+            maths,
             x,
             state["cell_state"],
             state["attention"],
             state["keys"],
             state["memory"],
             ops.expand_dims(state["memory_mask"], 1),
-            self._recurrent_weights(),
+            maths.weights(),
             training,
         )
         return output, {**state, "cell_state": cell_state, "attention": attention}, alignments
@@ -378,10 +315,11 @@ class AttentionDecoder(keras.layers.Layer):
         key_mask = (
             None if memory_mask is None else ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
         )
-        weights = self._recurrent_weights()
-        projected = self._project_inputs(sequence)
-        if _has_dropout(self.cell):
-            _prime_dropout_masks(
+        maths = self._cell_maths()
+        weights = maths.weights()
+        projected = maths.project_inputs(sequence)
+        if _common.has_dropout(self.cell):
+            _common.prime_dropout_masks(
                 self.cell,
                 ops.concatenate([sequence[:, 0], attention], -1)
                 if self.input_feeding
@@ -410,7 +348,7 @@ class AttentionDecoder(keras.layers.Layer):
             x = step_input[:, :-1] if masked else step_input
             old_state, old_attention = states[0], states[1]
             output, alignments, new_state, new_attention = self._step(
-                x, old_state, old_attention, keys, memory, key_mask, weights, training
+                maths, x, old_state, old_attention, keys, memory, key_mask, weights, training
             )
             if not masked:
                 return (output, alignments), [new_state, new_attention]
@@ -424,14 +362,14 @@ class AttentionDecoder(keras.layers.Layer):
             alignments = ops.where(keep, alignments, ops.zeros_like(alignments))
             return (output, alignments), [new_state, new_attention, last]
 
-        _, (outputs, alignments), final = keras_backend.rnn(
+        _, (outputs, alignments), final = _keras_compat.rnn(
             step_fn,
             step_inputs,
             carry,
             input_length=sequence.shape[1],
         )
-        if _has_dropout(self.cell):
-            _reset_dropout_masks(self.cell)
+        if _common.has_dropout(self.cell):
+            _common.reset_dropout_masks(self.cell)
         final_state, final_attention = final[0], final[1]
 
         if self.return_sequences:
@@ -462,38 +400,3 @@ class AttentionDecoder(keras.layers.Layer):
             "return_state": self.return_state,
             "normalizer": masking.serialize_normalizer(self.normalizer),
         }
-
-
-def _fast_path(cell):
-    """`"lstm"` / `"gru"` when the cell's maths can be re-done with hoisted inputs."""
-    kind = {keras.layers.LSTMCell: "lstm", keras.layers.GRUCell: "gru"}.get(type(cell))
-    if kind is None or cell.dropout or cell.recurrent_dropout:
-        return None
-    return kind
-
-
-def _has_dropout(cell):
-    if isinstance(cell, keras.layers.StackedRNNCells):
-        return any(_has_dropout(inner) for inner in cell.cells)
-    return bool(getattr(cell, "dropout", 0) or getattr(cell, "recurrent_dropout", 0))
-
-
-def _prime_dropout_masks(cell, step_input, state):
-    """Creates a dropout cell's masks before the loop, as `keras.layers.RNN` does."""
-    if hasattr(cell, "get_dropout_mask"):
-        cell.get_dropout_mask(step_input)
-        cell.get_recurrent_dropout_mask(state[0] if tree.is_nested(state) else state)
-    if isinstance(cell, keras.layers.StackedRNNCells):
-        for inner, inner_state in zip(cell.cells, state):
-            _prime_dropout_masks(inner, step_input, inner_state)
-            inner_state = list(inner_state) if tree.is_nested(inner_state) else [inner_state]
-            step_input, _ = inner(step_input, inner_state)
-
-
-def _reset_dropout_masks(cell):
-    if hasattr(cell, "reset_dropout_mask"):
-        cell.reset_dropout_mask()
-        cell.reset_recurrent_dropout_mask()
-    if isinstance(cell, keras.layers.StackedRNNCells):
-        for inner in cell.cells:
-            _reset_dropout_masks(inner)

@@ -1,0 +1,28 @@
+"""The library's only uses of private Keras APIs, each with why no public API serves.
+
+`tests/test_keras_compat.py` checks every name here on each tested Keras
+version and fails, naming the API, when a release moves or changes one.
+"""
+
+from keras.src import backend as _backend
+
+
+def rnn(step_function, inputs, initial_states, input_length=None):
+    """Keras's backend RNN loop: `keras.src.backend.rnn`, the loop `keras.layers.RNN` runs.
+
+    Why private: `keras.layers.RNN` takes no per-step constants (the memory)
+    since Keras 3, and a loop written with `ops.scan` / `ops.while_loop` does
+    not compile its gradient under XLA on TensorFlow; this loop does, on every
+    backend. Returns `(last_output, outputs, final_states)`.
+    """
+    return _backend.rnn(step_function, inputs, initial_states, input_length=input_length)
+
+
+def random_seed_dtype():
+    """The dtype of a Keras seed tensor on this backend (`uint32` on JAX, `int32` elsewhere).
+
+    Why private: `keras.src.backend.random_seed_dtype` has no public alias;
+    a seed tensor built inside a compiled loop (one per generation step) must
+    have this dtype for `keras.random` to accept it.
+    """
+    return _backend.random_seed_dtype()
