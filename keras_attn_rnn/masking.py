@@ -14,14 +14,6 @@ from keras import ops
 _FLOAT32_PENALTY = -1e30
 
 
-def mask_penalty(dtype):
-    """A large negative score for masked positions, derived from `dtype`'s range.
-
-    A fixed `-1e9` overflows float16; this stays finite in every float dtype.
-    """
-    return -0.7 * _largest(dtype)
-
-
 def _largest(dtype):
     dtype = keras.backend.standardize_dtype(dtype)
     if dtype == "bfloat16":
@@ -68,20 +60,32 @@ def clip_to_dtype(scores, dtype):
     return ops.clip(ops.cast(scores, "float32"), -limit, limit)
 
 
-def causal_mask(query_length, key_length, offset=0):
-    """`(query_length, key_length)` boolean mask: query `i` sees keys `j <= i + offset`.
+def _positions(query_length, key_length, offset):
+    """Absolute query positions `(Tq, 1)` (or `(B, Tq, 1)` for a per-row `offset`) and key
+    positions `(1, Tv)`."""
+    rows = ops.arange(query_length, dtype="int32")
+    offset = ops.cast(offset, "int32")
+    if len(ops.shape(offset)) == 1:
+        rows = ops.expand_dims(offset, 1) + ops.expand_dims(rows, 0)
+    else:
+        rows = rows + offset
+    return ops.expand_dims(rows, -1), ops.expand_dims(ops.arange(key_length, dtype="int32"), 0)
 
-    `offset` is the absolute position of the first query (cached decoding).
+
+def causal_mask(query_length, key_length, offset=0):
+    """Boolean mask where query `i` sees keys `j <= i + offset`.
+
+    `offset` is the absolute position of the first query (cached decoding): an
+    int (the mask is `(Tq, Tv)`) or a `(B,)` tensor, one per row (`(B, Tq, Tv)`).
     """
-    rows = ops.expand_dims(ops.arange(query_length) + offset, -1)
-    cols = ops.expand_dims(ops.arange(key_length), 0)
+    rows, cols = _positions(query_length, key_length, offset)
     return ops.greater_equal(rows, cols)
 
 
 def window_mask(query_length, key_length, window, offset=0):
-    """`(query_length, key_length)` boolean mask: query `i` sees keys with `|i + offset - j| <= window`."""
-    rows = ops.expand_dims(ops.arange(query_length) + offset, -1)
-    cols = ops.expand_dims(ops.arange(key_length), 0)
+    """Boolean mask where query `i` sees keys with `|i + offset - j| <= window` (shapes as
+    `causal_mask`)."""
+    rows, cols = _positions(query_length, key_length, offset)
     return ops.less_equal(ops.abs(rows - cols), window)
 
 
@@ -99,6 +103,11 @@ def combine_masks(*masks):
 NORMALIZERS = {"softmax": softmax}
 
 
+def normalizer_names():
+    """The registered normalizer names: `("softmax", ...)`."""
+    return tuple(NORMALIZERS)
+
+
 def get_normalizer(identifier):
     """Returns the normalizer function for a name in `NORMALIZERS` or a callable."""
     if callable(identifier):
@@ -108,7 +117,7 @@ def get_normalizer(identifier):
     if isinstance(identifier, dict):
         return keras.saving.deserialize_keras_object(identifier)
     raise ValueError(
-        f"normalizer must be one of {sorted(NORMALIZERS)} or a callable "
+        f"normalizer must be one of {', '.join(repr(n) for n in NORMALIZERS)} or a callable "
         f"`(scores, axis) -> weights`. Received: normalizer={identifier!r}"
     )
 

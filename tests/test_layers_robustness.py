@@ -115,11 +115,18 @@ def test_extremes_stay_finite(policy, score):
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mask_penalty_is_finite_in_every_dtype(policy):
+def test_masking_of_half_precision_scores_is_finite(policy):
+    """The masked path every layer takes (`clip_to_dtype`, then `masked_softmax`) stays
+    finite for overflowed (inf) half-precision scores, with exact zeros where masked."""
     dtype = keras.DTypePolicy(policy).compute_dtype
-    penalty = masking.mask_penalty(dtype)
-    assert np.isfinite(np.asarray(penalty, dtype="float32"))
-    assert np.isfinite(to_numpy(keras.ops.cast(keras.ops.cast(penalty, dtype), "float32")))
+    scores = keras.ops.cast(np.array([[np.inf, -np.inf, 1.0, 1e38]], "float32"), dtype)
+    clipped = masking.clip_to_dtype(scores, dtype)
+    assert np.all(np.isfinite(to_numpy(clipped)))
+    mask = np.array([[True, True, False, False]])
+    weights = to_numpy(masking.masked_softmax(clipped, mask))
+    assert weights.dtype == np.float32 and np.all(np.isfinite(weights))
+    np.testing.assert_array_equal(weights[0, 2:], [0.0, 0.0])
+    np.testing.assert_allclose(weights.sum(), 1.0, atol=1e-6)
 
 
 def test_mixed_float16_training_step():

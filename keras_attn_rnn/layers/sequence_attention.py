@@ -31,14 +31,28 @@ class SequenceAttention(keras.layers.Layer):
         training: whether dropout is active.
         return_attention_scores: also return the weights.
         use_causal_mask: query `i` only sees keys `j <= i`.
+        cache: the decoding cache from `init_cache(value, key)`: a dict of
+            the prepared keys `(B, L, d')` and the values `(B, L, d_v)`.
+            With a cache, `inputs` is the query alone (the cache is read as
+            is) or, with `cache_update_index`, `[query, value(, key)]` of the
+            new positions.
+        cache_update_index: where the new positions' keys and values are
+            written into the cache: an int, or a `(B,)` tensor (one position
+            per row); it is also the absolute position of the first query
+            for the causal and window masks.
 
     Returns:
         context `(B, Tq, d_v)`, and the float32 weights `(B, Tq, Tv)` when
-        `return_attention_scores=True`.
+        `return_attention_scores=True`; with a `cache`, then the updated
+        cache last.
 
     Masked keys get weight exactly 0; a query whose every key is masked gets
     a zero context. Outputs at masked query positions are zero, and the
     query mask is passed on as the output mask.
+
+    Cached decoding (after keras-hub's `CachedMultiHeadAttention`): keys are
+    projected once, when written into the cache; each step attends over the
+    cache (`value_mask` then masks cache positions) and returns it updated.
 
     Example:
 
@@ -46,6 +60,17 @@ class SequenceAttention(keras.layers.Layer):
     >>> v = keras.random.normal((2, 6, 8))
     >>> SequenceAttention(score="general")([q, v]).shape
     (2, 4, 8)
+
+    Causal self-attention, one new position at a time:
+
+    >>> layer = SequenceAttention(score="dot")
+    >>> h = keras.random.normal((2, 5, 8))
+    >>> full = layer([h, h], use_causal_mask=True)
+    >>> cache = layer.init_cache(keras.ops.zeros((2, 5, 8)))
+    >>> for t in range(5):
+    ...     h_t = h[:, t : t + 1]
+    ...     out, cache = layer([h_t, h_t], cache=cache, cache_update_index=t,
+    ...                        use_causal_mask=True)
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural
@@ -101,7 +126,10 @@ class SequenceAttention(keras.layers.Layer):
         self.score_layer.build_for(tuple(query_shape), tuple(key_shape))
 
     def key_mask(self, query_length, key_length, value_mask=None, use_causal_mask=False, offset=0):
-        """The `(B or 1, Tq, Tv)` boolean mask of the keys each query may see."""
+        """The `(B or 1, Tq, Tv)` boolean mask of the keys each query may see.
+
+        `offset` is the absolute position of the first query: an int or `(B,)`.
+        """
         structural = None
         if use_causal_mask:
             structural = masking.causal_mask(query_length, key_length, offset)
@@ -109,24 +137,28 @@ class SequenceAttention(keras.layers.Layer):
             structural = masking.combine_masks(
                 structural, masking.window_mask(query_length, key_length, self.window, offset)
             )
-        if structural is not None:
+        if structural is not None and len(structural.shape) == 2:
             structural = ops.expand_dims(structural, 0)
         if value_mask is not None:
             value_mask = ops.expand_dims(value_mask, 1)
         return masking.combine_masks(structural, value_mask)
 
-    def _attend_full(self, query, value, key, value_mask, causal, training, want_weights):
-        key_mask = self.key_mask(ops.shape(query)[1], ops.shape(key)[1], value_mask, causal)
+    def _attend(self, query, keys, values, key_mask, training):
+        """`_common.attend` with this layer's score, normalizer and dropout."""
         return _common.attend(
             self.score_layer,
             query,
-            self.score_layer.prepare_keys(key),
-            value,
+            keys,
+            values,
             mask=key_mask,
             normalizer=self.normalizer_fn,
             dropout=self.dropout_layer if self.dropout else None,
             training=training,
         )
+
+    def _attend_full(self, query, value, key, value_mask, causal, training, want_weights):
+        key_mask = self.key_mask(ops.shape(query)[1], ops.shape(key)[1], value_mask, causal)
+        return self._attend(query, self.score_layer.prepare_keys(key), value, key_mask, training)
 
     def _attend_local(self, query, value, key, value_mask, causal, training, want_weights):
         """Local attention in `O(Tq * window)` time and memory: each query gathers its
@@ -169,7 +201,19 @@ class SequenceAttention(keras.layers.Layer):
         training=None,
         return_attention_scores=False,
         use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
     ):
+        if cache is not None:
+            return self._call_cached(
+                inputs,
+                mask,
+                cache,
+                cache_update_index,
+                use_causal_mask,
+                return_attention_scores,
+                training,
+            )
         query, value, key = self._split(inputs)
         query_mask, value_mask = _common.split_masks(mask, 2)
         _common.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
@@ -184,6 +228,57 @@ class SequenceAttention(keras.layers.Layer):
             return context, weights
         return context
 
+    # ----------------------------------------------------------- cached decoding
+
+    def init_cache(self, value, key=None):
+        """The decoding cache of a built layer: `{"keys": prepared keys, "values": value}`.
+
+        Args:
+            value: `(B, L, d_v)`: the memory to read (e.g. the encoder outputs),
+                or zeros of the cache's full length to be filled step by step.
+            key: `(B, L, d_k)`, defaults to `value`.
+        """
+        if not self.built:
+            raise ValueError(
+                "init_cache() needs a built SequenceAttention: call it once on "
+                f"[query, value] first. Received: a layer with built={self.built}"
+            )
+        key = value if key is None else key
+        return {"keys": self.score_layer.prepare_keys(key), "values": value}
+
+    def _call_cached(self, inputs, mask, cache, index, causal, return_attention_scores, training):
+        if not isinstance(cache, dict) or set(cache) != {"keys", "values"}:
+            raise ValueError(
+                "cache must be the dict that init_cache() returns, with 'keys' and 'values'. "
+                f"Received: cache={_common.describe(cache)}"
+            )
+        keys, values = cache["keys"], cache["values"]
+        if index is None:
+            if causal:
+                raise ValueError(
+                    "use_causal_mask with a cache needs cache_update_index, the position "
+                    "of the query. Received: cache_update_index=None"
+                )
+            query = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+            offset = 0
+        else:
+            query, value, key = self._split(inputs)
+            offset = index
+            keys = _write(keys, self.score_layer.prepare_keys(key), index)
+            values = _write(values, value, index)
+        _common.check_rank("query", query.shape, 3)
+        query_mask, value_mask = _common.split_masks(mask, 2)
+        key_mask = self.key_mask(
+            ops.shape(query)[1], ops.shape(keys)[1], value_mask, causal, offset
+        )
+        context, weights = self._attend(query, keys, values, key_mask, training)
+        if query_mask is not None:
+            context = context * ops.cast(ops.expand_dims(query_mask, -1), context.dtype)
+        cache = {"keys": keys, "values": values}
+        if return_attention_scores:
+            return context, weights, cache
+        return context, cache
+
     def compute_mask(self, inputs, mask=None):
         return _common.split_masks(mask, 2)[0]
 
@@ -196,3 +291,16 @@ class SequenceAttention(keras.layers.Layer):
             "dropout": self.dropout,
             "normalizer": masking.serialize_normalizer(self.normalizer),
         }
+
+
+def _write(cache, update, index):
+    """`cache` `(B, L, d)` with `update` `(B, T, d)` written at positions `index + t`.
+
+    `index` is an int or a `(B,)` tensor (a position per row).
+    """
+    batch, length, steps = ops.shape(cache)[0], ops.shape(cache)[1], ops.shape(update)[1]
+    index = ops.broadcast_to(ops.reshape(ops.cast(index, "int32"), (-1, 1)), (batch, 1))
+    positions = index + ops.arange(steps, dtype="int32")  # (B, T)
+    hit = ops.one_hot(positions, length, dtype=cache.dtype)  # (B, T, L)
+    written = ops.einsum("btl,btd->bld", hit, ops.cast(update, cache.dtype))
+    return ops.where(ops.expand_dims(ops.any(hit > 0, axis=1), -1), written, cache)

@@ -1,0 +1,98 @@
+"""`SequenceAttention`'s cached step (keras-hub's `CachedMultiHeadAttention` calling
+convention) against the full call."""
+
+import numpy as np
+import pytest
+from helpers import to_numpy
+
+from keras_attn_rnn import SequenceAttention, scores
+
+pytestmark = pytest.mark.layers
+
+ATOL = 1e-5
+
+
+def randomize(layer, seed=0):
+    rng = np.random.default_rng(seed)
+    for w in layer.weights:
+        w.assign(rng.normal(0.0, 0.6, w.shape).astype("float32"))
+
+
+@pytest.mark.parametrize(
+    "score, window",
+    [("dot", None), (scores.Additive(units=5, normalize=True), None), ("general", 2)],
+    ids=["dot", "additive", "general-window2"],
+)
+def test_cached_causal_steps_equal_the_full_call(score, window):
+    h = np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32")
+    layer = SequenceAttention(score=score, window=window)
+    layer([h, h])  # build
+    randomize(layer)
+    full, weights = to_numpy(layer([h, h], use_causal_mask=True, return_attention_scores=True))
+    cache = layer.init_cache(np.zeros((2, 8, 4), "float32"))  # 2 spare positions
+    for t in range(6):
+        step = h[:, t : t + 1]
+        out, w, cache = layer(
+            [step, step],
+            cache=cache,
+            cache_update_index=t,
+            use_causal_mask=True,
+            return_attention_scores=True,
+        )
+        np.testing.assert_allclose(to_numpy(out)[:, 0], full[:, t], atol=ATOL)
+        np.testing.assert_allclose(to_numpy(w)[:, 0, :6], weights[:, t], atol=ATOL)
+        assert np.all(to_numpy(w)[:, 0, t + 1 :] == 0)
+    np.testing.assert_allclose(to_numpy(cache["values"])[:, :6], h, atol=0)
+
+
+def test_a_position_per_row_writes_and_masks_each_row_alone():
+    h = np.random.default_rng(1).normal(size=(2, 5, 4)).astype("float32")
+    layer = SequenceAttention(score="scaled_dot")
+    layer([h, h])
+    # Row 0 holds 2 positions, row 1 holds 4: the next step goes to 2 and 4.
+    values = np.zeros((2, 6, 4), "float32")
+    values[0, :2], values[1, :4] = h[0, :2], h[1, :4]
+    cache = layer.init_cache(values)
+    step = np.stack([h[0, 2:3], h[1, 4:5]])
+    out, w, cache = layer(
+        [step, step],
+        cache=cache,
+        cache_update_index=np.array([2, 4], "int32"),
+        use_causal_mask=True,
+        return_attention_scores=True,
+    )
+    w = to_numpy(w)[:, 0]
+    assert np.all(w[0, 3:] == 0) and np.all(w[1, 5:] == 0)
+    expected_0 = to_numpy(layer([h[:1, 2:3], h[:1, :3]]))[0, 0]
+    expected_1 = to_numpy(layer([h[1:, 4:5], h[1:, :5]]))[0, 0]
+    np.testing.assert_allclose(to_numpy(out)[:, 0], [expected_0, expected_1], atol=ATOL)
+    np.testing.assert_allclose(to_numpy(cache["values"])[0, 2], h[0, 2], atol=0)
+    np.testing.assert_allclose(to_numpy(cache["values"])[1, 4], h[1, 4], atol=0)
+
+
+def test_a_read_only_cache_is_cross_attention_over_a_masked_memory():
+    rng = np.random.default_rng(2)
+    query = rng.normal(size=(2, 3, 4)).astype("float32")
+    memory = rng.normal(size=(2, 5, 6)).astype("float32")
+    memory_mask = np.arange(5)[None, :] < np.array([[5], [2]])
+    layer = SequenceAttention(score="additive", units=3)
+    full, weights = to_numpy(
+        layer([query, memory], mask=[None, memory_mask], return_attention_scores=True)
+    )
+    cache = layer.init_cache(memory)
+    out, w, same = layer(query, mask=[None, memory_mask], cache=cache, return_attention_scores=True)
+    np.testing.assert_allclose(to_numpy(out), full, atol=ATOL)
+    np.testing.assert_allclose(to_numpy(w), weights, atol=ATOL)
+    np.testing.assert_array_equal(to_numpy(same["values"]), memory)  # read only: unchanged
+
+
+def test_cache_errors():
+    layer = SequenceAttention()
+    with pytest.raises(ValueError, match=r"needs a built SequenceAttention.*Received: "):
+        layer.init_cache(np.zeros((1, 2, 3), "float32"))
+    x = np.zeros((1, 2, 3), "float32")
+    layer([x, x])
+    with pytest.raises(ValueError, match=r"cache must be the dict.*Received: cache="):
+        layer(x, cache={"keys": x})
+    with pytest.raises(ValueError, match=r"needs cache_update_index.*Received: cache_update_index"):
+        layer(x, cache=layer.init_cache(x), use_causal_mask=True)
