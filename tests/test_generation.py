@@ -7,73 +7,12 @@ tables make every strategy deterministic.
 
 import numpy as np
 import pytest
-from keras import ops
+from fake_models import PROMPTS, S, TableModel, V, cycle_table, log_softmax_rows, random_table
 
 from keras_attn_rnn import generation
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
-
-V = 8
-S = 3  # width of the fake attention weights
-
-
-class TableModel:
-    """Fake language model: `logits(next) = table[last token]`.
-
-    Its cache holds the step counter (for the fake attention, a one-hot of the
-    step over `S` positions) and the last token, so beam reordering is
-    exercised.
-    """
-
-    def __init__(self, table, start_table=None):
-        self.table = np.asarray(table, "float32")
-        self.start_table = start_table
-        self.output_vocab_size = self.table.shape[0]
-        self.calls = 0
-
-    def _out(self, token, step):
-        logits = ops.take(ops.convert_to_tensor(self.table), token, axis=0)
-        weights = ops.one_hot(step % S, S)
-        return logits, weights
-
-    def init_cache(self, prompts, max_length, start_id=None):
-        self.calls += 1
-        prompts = ops.cast(prompts, "int32")
-        lengths = ops.sum(ops.cast(ops.not_equal(prompts, 0), "int32"), axis=1)
-        last = ops.squeeze(ops.take_along_axis(prompts, ops.expand_dims(lengths - 1, 1), 1), 1)
-        step = ops.zeros_like(last)
-        logits, weights = self._out(last, step)
-        return logits, weights, {"last": last, "step": step}
-
-    def next_logits(self, token, cache):
-        step = cache["step"] + 1
-        logits, weights = self._out(token, step)
-        return logits, weights, {"last": token, "step": step}
-
-
-def cycle_table(scale=1e9):
-    """One-hot x 1e9 logits: after token i comes i % (V - 1) + 1 (1, 2, ..., 7, 1, ...)."""
-    table = np.zeros((V, V), "float32")
-    for i in range(V):
-        table[i, i % (V - 1) + 1] = scale
-    return table
-
-
-def random_table(seed=0, scale=2.0):
-    """Distinct logits per row (gaps >= 0.05), id 0 never best."""
-    rng = np.random.default_rng(seed)
-    table = np.zeros((V, V), "float32")
-    for i in range(V):
-        table[i] = rng.permutation(V) * 0.25 * scale / 2 + rng.uniform(0, 0.05, V)
-    return table
-
-
-def log_softmax_rows(table):
-    masked = table.astype("float64").copy()
-    masked[:, 0] = -np.inf  # id 0 (padding) is never generated
-    masked -= masked.max(axis=1, keepdims=True)
-    return masked - np.log(np.exp(masked).sum(axis=1, keepdims=True))
 
 
 def greedy_reference(table, prompt_last, steps, eos_id=None):
@@ -87,9 +26,6 @@ def greedy_reference(table, prompt_last, steps, eos_id=None):
         out.append(token)
         done = token == eos_id
     return out
-
-
-PROMPTS = [[3], [5, 6], [1, 2, 7]]
 
 
 def test_greedy_follows_one_hot_logits_and_reports_attention():

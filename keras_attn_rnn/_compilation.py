@@ -1,0 +1,75 @@
+"""Compiling the decoding loop for the backend: the library's only import of a backend framework.
+
+`compiled(model, key, run, jit_compile)` returns `run` (a function of tensors
+that calls the model) compiled for the current Keras backend and cached per
+model and `key`, so later calls with the same shapes skip tracing:
+
+- TensorFlow: a `tf.function` (with XLA when `jit_compile`); it captures the
+  model's variables by reference, so training in between is seen.
+- JAX: `jax.jit`, the model's variables passed in as arguments through a
+  `keras.StatelessScope` (the compiled function stays valid after the
+  weights change).
+- PyTorch (and NumPy): the loop runs eagerly.
+
+The cache holds the model only weakly.
+"""
+
+import weakref
+
+import keras
+
+# model -> {key: compiled function}
+_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def compiled(model, key, run, jit_compile=False):
+    """`run(model, *tensors)` compiled for the backend, as a function of the tensors alone."""
+    key = (key, bool(jit_compile))
+    try:
+        functions = _FUNCTIONS.setdefault(model, {})
+    except TypeError:  # neither hashable nor weakly referable: no cache
+        functions = {}
+    if key not in functions:
+        functions[key] = _compile(_model_reference(model), run, bool(jit_compile))
+    return functions[key]
+
+
+def _model_reference(model):
+    try:
+        return weakref.ref(model)
+    except TypeError:
+        return lambda: model
+
+
+def _compile(model_ref, run, jit_compile):
+    def call(*tensors):
+        return run(model_ref(), *tensors)
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(call, jit_compile=jit_compile, reduce_retracing=True, autograph=False)
+    if backend == "jax":
+        return _jax_jit(call, model_ref)
+    return call
+
+
+def _jax_jit(call, model_ref):
+    import jax
+
+    def stateless(values, *tensors):
+        variables = _variables(model_ref())
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return call(*tensors)
+
+    jitted = jax.jit(stateless)
+
+    def run(*tensors):
+        return jitted([v.value for v in _variables(model_ref())], *tensors)
+
+    return run
+
+
+def _variables(model):
+    return list(getattr(model, "variables", None) or [])

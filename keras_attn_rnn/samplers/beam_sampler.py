@@ -1,0 +1,186 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.samplers.sampler import (
+    IMPOSSIBLE,
+    Sampler,
+    check_int,
+    check_number,
+    without_padding,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class BeamSampler(Sampler):
+    """Beam search: keeps the `beam_width` best partial sequences at every step.
+
+    Beams are ranked by their summed log-probability divided by the GNMT
+    length penalty `((5 + length) / 6) ** length_penalty`. The model's cache
+    is repeated `beam_width` times along the batch axis and reordered as
+    beams are chosen; sequences are recovered by one backtrack over the
+    per-step parent pointers at the end (tfa's `gather_tree`), so no step
+    reorders the history.
+
+    Args:
+        beam_width: number of beams.
+        length_penalty: `alpha` of the length penalty; `0` ranks by the plain
+            sum of log-probabilities.
+        num_beams_returned: how many of the best beams to return (then
+            `generate` returns `(B, n, max_length)` tokens, best first).
+
+    Example:
+
+    >>> generate(lm, [[3, 4]], 5, sampler=BeamSampler(beam_width=4)).tokens.shape
+    (1, 5)
+
+    Reference:
+        Wu et al., 2016, "Google's Neural Machine Translation System".
+    """
+
+    def __init__(self, beam_width=4, length_penalty=0.0, num_beams_returned=1):
+        self.check_arguments(
+            {
+                "beam_width": beam_width,
+                "length_penalty": length_penalty,
+                "num_beams_returned": num_beams_returned,
+            }
+        )
+        super().__init__()
+        self.beam_width = int(beam_width)
+        self.length_penalty = float(length_penalty)
+        self.num_beams_returned = int(num_beams_returned)
+
+    @classmethod
+    def check_arguments(cls, arguments, vocabulary_size=None):
+        beam_width = arguments.get("beam_width", 4)
+        returned = arguments.get("num_beams_returned", 1)
+        check_int("beam_width", beam_width, 1)
+        check_int("num_beams_returned", returned, 1)
+        if returned > beam_width:
+            raise ValueError(
+                f"num_beams_returned must be at most beam_width={beam_width}. "
+                f"Received: num_beams_returned={returned!r}"
+            )
+        check_number("length_penalty", arguments.get("length_penalty", 0.0))
+
+    def get_config(self):
+        return {
+            "beam_width": self.beam_width,
+            "length_penalty": self.length_penalty,
+            "num_beams_returned": self.num_beams_returned,
+        }
+
+    def _penalty(self, lengths):
+        if self.length_penalty == 0:
+            return ops.ones(ops.shape(lengths), "float32")
+        return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, self.length_penalty)
+
+    def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
+        width = self.beam_width
+        logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
+        batch, vocab = ops.shape(logits)[0], ops.shape(logits)[1]
+        source = ops.shape(weights)[-1]
+
+        def repeat(x):
+            return ops.repeat(x, width, axis=0)
+
+        logits, weights = repeat(logits), repeat(weights)
+        cache = keras.tree.map_structure(repeat, cache)
+        # Only beam 0 is alive at first, so the first step expands one hypothesis.
+        first = ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), IMPOSSIBLE)])
+        log_probs = ops.tile(ops.expand_dims(first, 0), (batch, 1))
+        # Per step (step-major): each beam's token, parent beam and alignment.
+        tokens = ops.zeros((max_length, batch, width), "int32")
+        parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
+        history = ops.zeros((max_length, batch, width, source), "float32")
+        lengths = ops.zeros((batch, width), "int32")
+        finished = ops.zeros((batch, width), "bool")
+        # A finished beam continues only with padding, at no cost.
+        pad_only = ops.where(ops.equal(ops.arange(vocab), 0), 0.0, IMPOSSIBLE)
+        offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
+        step = ops.convert_to_tensor(0, "int32")
+        state = (step, logits, weights, cache, log_probs, tokens, parents, history, lengths)
+
+        def cond(*loop):
+            step, finished = loop[0], loop[-1]
+            return ops.logical_and(ops.less(step, max_length), ops.logical_not(ops.all(finished)))
+
+        def body(step, logits, weights, cache, log_probs, tokens, parents, history, lengths, done):
+            step_log_probs = ops.log_softmax(without_padding(logits), axis=-1)
+            step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
+            step_log_probs = ops.where(ops.expand_dims(done, -1), pad_only, step_log_probs)
+            candidates = ops.expand_dims(log_probs, -1) + step_log_probs
+            candidate_lengths = lengths + ops.cast(ops.logical_not(done), "int32")
+            ranked = candidates / ops.expand_dims(self._penalty(candidate_lengths), -1)
+            _, best = ops.top_k(ops.reshape(ranked, (batch, width * vocab)), width)
+            parent = ops.cast(best // vocab, "int32")
+            token = ops.cast(best % vocab, "int32")
+            log_probs = ops.take_along_axis(
+                ops.reshape(candidates, (batch, width * vocab)), best, 1
+            )
+            lengths = ops.take_along_axis(candidate_lengths, parent, axis=1)
+            parent_done = ops.take_along_axis(done, parent, axis=1)
+            done = parent_done
+            if eos_id is not None:
+                done = ops.logical_or(done, ops.equal(token, eos_id))
+
+            flat_parent = ops.reshape(offsets + parent, (-1,))
+            tokens = ops.slice_update(tokens, [step, 0, 0], ops.expand_dims(token, 0))
+            parents = ops.slice_update(parents, [step, 0, 0], ops.expand_dims(parent, 0))
+            kept = ops.reshape(
+                ops.take(ops.cast(weights, "float32"), flat_parent, axis=0), (batch, width, source)
+            )
+            kept = ops.where(ops.expand_dims(parent_done, -1), 0.0, kept)
+            history = ops.slice_update(history, [step, 0, 0, 0], ops.expand_dims(kept, 0))
+            cache = keras.tree.map_structure(lambda x: ops.take(x, flat_parent, axis=0), cache)
+            logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
+            return (
+                step + 1,
+                logits,
+                weights,
+                cache,
+                log_probs,
+                tokens,
+                parents,
+                history,
+                lengths,
+                done,
+            )
+
+        loop = ops.while_loop(cond, body, (*state, finished), maximum_iterations=max_length)
+        log_probs, tokens, parents, history, lengths = loop[4:9]
+        final = log_probs / self._penalty(lengths)
+        scores, order = ops.top_k(final, self.num_beams_returned)
+        tokens, history = _backtrack(tokens, parents, history, ops.cast(order, "int32"))
+        if self.num_beams_returned == 1:
+            return tokens[:, 0], scores[:, 0], history[:, 0]
+        return tokens, scores, history
+
+
+def _backtrack(tokens, parents, history, beams):
+    """Follows parent pointers from the last step back to the first (tfa's `gather_tree`).
+
+    `tokens`, `parents`: `(T, B, W)`; `history`: `(T, B, W, S)`; `beams`: `(B, n)`
+    chosen beams at the last step. Returns `(B, n, T)` tokens and `(B, n, T, S)`
+    alignments.
+    """
+    steps = ops.shape(tokens)[0]
+
+    def body(i, carry):
+        beams, out_tokens, out_history = carry
+        t = steps - 1 - i
+        out_tokens = ops.slice_update(
+            out_tokens, [t, 0, 0], ops.expand_dims(ops.take_along_axis(tokens[t], beams, 1), 0)
+        )
+        step_history = ops.take_along_axis(history[t], ops.expand_dims(beams, -1), 1)
+        out_history = ops.slice_update(out_history, [t, 0, 0, 0], ops.expand_dims(step_history, 0))
+        return ops.take_along_axis(parents[t], beams, 1), out_tokens, out_history
+
+    shape = (steps, ops.shape(beams)[0], ops.shape(beams)[1])
+    init = (
+        beams,
+        ops.zeros(shape, "int32"),
+        ops.zeros((*shape, ops.shape(history)[-1]), "float32"),
+    )
+    _, out_tokens, out_history = ops.fori_loop(0, steps, body, init)
+    return ops.transpose(out_tokens, (1, 2, 0)), ops.transpose(out_history, (1, 2, 0, 3))

@@ -1,0 +1,22 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.samplers.sampler import Sampler
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class GreedySampler(Sampler):
+    """Greedy search: the most likely token at every step.
+
+    Args:
+        temperature: accepted for a uniform interface; it never changes the
+            argmax.
+
+    Example:
+
+    >>> generate(lm, [[3, 4]], max_length=5, sampler=GreedySampler()).tokens.shape
+    (1, 5)
+    """
+
+    def get_next_token(self, logits, seed):
+        return ops.argmax(logits, axis=-1)

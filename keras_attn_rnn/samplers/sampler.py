@@ -1,0 +1,200 @@
+"""The `Sampler` base class: a decoding strategy that runs the generation loop."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attn_rnn import _keras_compat
+
+# Log-probability of impossible continuations: finite, far below any sum of
+# real log-probabilities (even of logits scaled by 1e9), never NaN.
+IMPOSSIBLE = -1e30
+
+_NUMBERS = (int, float, np.integer, np.floating)
+# Seeds of the draws within one step: [seed, step + draw * _DRAW_STRIDE] (any step < stride).
+_DRAW_STRIDE = 1_000_003
+
+
+def check_number(name, value):
+    """Raises unless `value` is a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, _NUMBERS) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number. Received: {name}={value!r}")
+
+
+def check_int(name, value, minimum):
+    """Raises unless `value` is an integer `>= minimum`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}. Received: {name}={value!r}")
+
+
+def _check_temperature(temperature):
+    check_number("temperature", temperature)
+    if temperature < 0:
+        raise ValueError(
+            f"temperature must be >= 0 (0 is greedy). Received: temperature={temperature!r}"
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class Sampler:
+    """Base class of the decoding strategies of `keras_attn_rnn.generation.generate`.
+
+    A sampler runs the generation loop over a model's step API (see
+    `keras_attn_rnn.generation`): each step it turns the model's next-token
+    logits into one token per row, feeds it back, and records the token, its
+    log-probability and the attention weights behind it. The loop is a
+    `keras.ops.while_loop`, compiled by `generate` for the backend.
+
+    To add a strategy, subclass `Sampler` and override
+    `get_next_token(logits, seed)`; `get_config` must return the constructor
+    arguments (for `samplers.serialize`). Override `__call__` only for a
+    strategy that is not one token per row per step (as `BeamSampler` does).
+
+    Args:
+        temperature: the logits are divided by it before `get_next_token`;
+            `0` takes the most likely token (greedy).
+
+    Call arguments:
+        model: an object with the step API (`init_cache`, `next_logits`).
+        prompts: int32 `(B, P)` prompt (or source) ids.
+        max_length: number of tokens to generate (a Python int).
+        start_id: the first decoder input (`Seq2Seq`), or None.
+        eos_id: end-of-sequence id, or None.
+        seed: int32 scalar tensor, the seed of this generation.
+
+    Returns:
+        `(tokens (B, max_length) int32, scores (B,) float32, attention
+        (B, max_length, S) float32)` tensors (see `GenerationResult`).
+
+    Example:
+
+    >>> class MarginSampler(Sampler):
+    ...     # Samples among the tokens whose logit is within `margin` of the best.
+    ...     def __init__(self, margin=2.0, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.margin = margin
+    ...     def get_next_token(self, logits, seed):
+    ...         best = keras.ops.max(logits, axis=-1, keepdims=True)
+    ...         kept = keras.ops.where(logits >= best - self.margin, logits, IMPOSSIBLE)
+    ...         noise = gumbel_noise(keras.ops.shape(kept), seed)
+    ...         return keras.ops.argmax(kept + noise, axis=-1)
+    ...     def get_config(self):
+    ...         return {**super().get_config(), "margin": self.margin}
+    >>> lm = keras_attn_rnn.models.AttentiveLanguageModel(vocab_size=20, units=8)
+    >>> generate(lm, [[3, 4]], max_length=5, sampler=MarginSampler(margin=1.0)).tokens.shape
+    (1, 5)
+    """
+
+    def __init__(self, temperature=1.0):
+        _check_temperature(temperature)
+        self.temperature = float(temperature)
+
+    @classmethod
+    def check_arguments(cls, arguments, vocabulary_size=None):
+        """Raises a `ValueError` naming a bad constructor argument in `arguments` (a dict).
+
+        `vocabulary_size`, when known, bounds arguments counted in tokens.
+        """
+        _check_temperature(arguments.get("temperature", 1.0))
+
+    def check_vocabulary(self, vocabulary_size):
+        """Raises if this sampler cannot decode a vocabulary of `vocabulary_size` tokens."""
+        self.check_arguments(self.get_config(), vocabulary_size)
+
+    def get_next_token(self, logits, seed):
+        """The hook a strategy overrides: one token per row.
+
+        Args:
+            logits: float32 `(B, V)`, already divided by `temperature`; the
+                padding id 0 is impossible (`-1e30`).
+            seed: the seed of this step, for `keras.random` ops
+                (`keras.random.categorical(logits, 1, seed=seed)`) or
+                `gumbel_noise(shape, seed)`; the same generation seed gives
+                the same draws.
+
+        Returns:
+            `(B,)` integer token ids.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} must override get_next_token(logits, seed). "
+            f"Received: a {type(self).__name__} without it"
+        )
+
+    def next_token(self, logits, seed, step):
+        """`get_next_token` on tempered logits (argmax at temperature 0), as int32."""
+        if self.temperature == 0:
+            return ops.cast(ops.argmax(logits, axis=-1), "int32")
+        token = self.get_next_token(logits / self.temperature, _StepSeed(seed, step))
+        return ops.cast(token, "int32")
+
+    def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
+        logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
+        batch = ops.shape(logits)[0]
+        tokens = ops.zeros((batch, max_length), "int32")
+        history = ops.zeros((batch, max_length, ops.shape(weights)[-1]), "float32")
+        scores = ops.zeros((batch,), "float32")
+        done = ops.zeros((batch,), "bool")
+        step = ops.convert_to_tensor(0, "int32")
+
+        def cond(step, logits, weights, cache, tokens, history, scores, done):
+            return ops.logical_and(ops.less(step, max_length), ops.logical_not(ops.all(done)))
+
+        def body(step, logits, weights, cache, tokens, history, scores, done):
+            logits = without_padding(logits)
+            token = self.next_token(logits, seed, step)
+            log_probs = ops.log_softmax(logits, axis=-1)
+            token_log_prob = ops.squeeze(
+                ops.take_along_axis(log_probs, ops.expand_dims(token, -1), axis=-1), -1
+            )
+            token = ops.where(done, 0, token)
+            scores = scores + ops.where(done, 0.0, token_log_prob)
+            tokens = ops.slice_update(tokens, [0, step], ops.expand_dims(token, 1))
+            kept = ops.where(ops.expand_dims(done, -1), 0.0, ops.cast(weights, "float32"))
+            history = ops.slice_update(history, [0, step, 0], ops.expand_dims(kept, 1))
+            if eos_id is not None:
+                done = ops.logical_or(done, ops.equal(token, eos_id))
+            logits, weights, cache = model.next_logits(token, cache)
+            return step + 1, logits, weights, cache, tokens, history, scores, done
+
+        loop = ops.while_loop(
+            cond,
+            body,
+            (step, logits, weights, cache, tokens, history, scores, done),
+            maximum_iterations=max_length,
+        )
+        return loop[4], loop[6], loop[5]
+
+    def get_config(self):
+        return {"temperature": self.temperature}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def without_padding(logits):
+    """float32 logits with id 0 (padding) made impossible: it is never generated."""
+    logits = ops.cast(logits, "float32")
+    return ops.where(ops.equal(ops.arange(ops.shape(logits)[-1]), 0), IMPOSSIBLE, logits)
+
+
+def gumbel_noise(shape, seed):
+    """Gumbel(0, 1) noise: `argmax(logits + noise)` samples from `softmax(logits)`."""
+    uniform = keras.random.uniform(shape, minval=1e-20, maxval=1.0, seed=seed)
+    return -ops.log(-ops.log(uniform))
+
+
+class _StepSeed(keras.random.SeedGenerator):
+    """The seed of one step as a `SeedGenerator`, derived from the generation seed and the step.
+
+    Keras's random ops take an int or a `SeedGenerator`; inside a compiled loop
+    the seed must be a tensor. Draw `i` of a step gets `[seed, step + i * stride]`.
+    """
+
+    def __init__(self, seed, step):  # no state variable: nothing to update in the loop
+        self._seed, self._step, self._draws = seed, step, 0
+
+    def next(self, ordered=True):
+        offset = self._step + self._draws * _DRAW_STRIDE
+        self._draws += 1
+        return ops.cast(ops.stack([self._seed, offset]), _keras_compat.random_seed_dtype())
