@@ -84,14 +84,6 @@ def logits_dtype(policy):
     return "float32" if policy.compute_dtype in ("float16", "bfloat16") else policy
 
 
-def base_config(model):
-    return {
-        "name": model.name,
-        "trainable": model.trainable,
-        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
-    }
-
-
 def last_valid(sequence, lengths):
     """`sequence[b, lengths[b] - 1]` for a `(B, T, ...)` tensor."""
     index = ops.reshape(ops.cast(lengths, "int32") - 1, (-1,) + (1,) * (len(sequence.shape) - 1))
@@ -105,15 +97,6 @@ def pad_time(sequence, extra):
     widths = [(0, 0)] * len(sequence.shape)
     widths[1] = (0, extra)
     return ops.pad(sequence, widths)
-
-
-def write_at(cache, position, value):
-    """Returns `cache` `(B, L, d)` with `value` `(B, d)` written at `position[b]` in row `b`."""
-    length = ops.shape(cache)[1]
-    hit = ops.expand_dims(
-        ops.equal(ops.arange(length, dtype="int32")[None, :], ops.expand_dims(position, 1)), -1
-    )
-    return ops.where(hit, ops.cast(ops.expand_dims(value, 1), cache.dtype), cache)
 
 
 def config_with_attention(config):

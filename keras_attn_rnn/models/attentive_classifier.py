@@ -1,14 +1,15 @@
 import keras
-from keras import ops
 
 from keras_attn_rnn.layers import AttentionPooling, _common
 from keras_attn_rnn.models import _utils
+from keras_attn_rnn.models._base import AttentiveModel
+from keras_attn_rnn.models._encoder import TokenEncoder
 
 _ATTENTION_DEFAULTS = {"score": "tanh_dot", "query": "learned", "units": None, "query_value": None}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
-class AttentiveClassifier(keras.Model):
+class AttentiveClassifier(AttentiveModel):
     """Sequence classifier: embedding, (bi)RNN stack, attention pooling, logits.
 
     Args:
@@ -84,15 +85,17 @@ class AttentiveClassifier(keras.Model):
         self.attention = options
         self.dropout = dropout
         dtype = self.dtype_policy
-        self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, mask_zero=True, dtype=dtype, name="embedding"
+        self.encoder = TokenEncoder(
+            vocab_size,
+            embedding_dim,
+            rnn,
+            units,
+            num_layers,
+            bidirectional=bidirectional,
+            dropout=dropout,
+            dtype=dtype,
+            name="encoder",
         )
-        self.rnn_layers = []
-        for i in range(num_layers):
-            layer = _utils.make_rnn(rnn, units, f"rnn_{i}", dtype, return_sequences=True)
-            if bidirectional:
-                layer = keras.layers.Bidirectional(layer, dtype=dtype, name=f"bidirectional_{i}")
-            self.rnn_layers.append(layer)
         self.pooling = AttentionPooling(
             score=options["score"],
             units=options["units"],
@@ -107,12 +110,7 @@ class AttentiveClassifier(keras.Model):
         )
 
     def call(self, tokens, training=None, return_attention_scores=False):
-        mask = ops.not_equal(tokens, 0)
-        x = self.dropout_layer(self.embedding(tokens), training=training)
-        for i, layer in enumerate(self.rnn_layers):
-            if i:
-                x = self.dropout_layer(x, training=training)
-            x = layer(x, mask=mask, training=training)
+        x, mask, _ = self.encoder(tokens, training=training)
         pooled, weights = self.pooling(
             x, mask=mask, training=training, return_attention_scores=True
         )
@@ -127,7 +125,7 @@ class AttentiveClassifier(keras.Model):
 
     def get_config(self):
         return {
-            **_utils.base_config(self),
+            **self.base_config(),
             "vocab_size": self.vocab_size,
             "num_classes": self.num_classes,
             "embedding_dim": self.embedding_dim,
@@ -138,7 +136,3 @@ class AttentiveClassifier(keras.Model):
             "attention": _utils.serialize_attention(self.attention),
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_utils.config_with_attention(config))

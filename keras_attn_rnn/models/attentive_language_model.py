@@ -3,12 +3,14 @@ from keras import ops
 
 from keras_attn_rnn.layers import SequenceAttention, _common
 from keras_attn_rnn.models import _utils
+from keras_attn_rnn.models._base import AttentiveModel
+from keras_attn_rnn.models._encoder import TokenEncoder
 
 _ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
-class AttentiveLanguageModel(keras.Model):
+class AttentiveLanguageModel(AttentiveModel):
     """RNN language model that attends over its own past hidden states.
 
     `tokens -> Embedding -> RNN stack -> h`; a causal `SequenceAttention`
@@ -40,10 +42,10 @@ class AttentiveLanguageModel(keras.Model):
 
     Generation carries state (see `keras_attn_rnn.generation.generate`):
     `logits, weights, cache = model.init_cache(prompts, max_length)` runs the
-    prompts once and preallocates a `(B, P + max_length, units)` cache of
-    hidden states and prepared keys; `logits, weights, cache =
-    model.next_logits(token, cache)` is then one RNN step plus one attention
-    over the cache.
+    prompts once and preallocates the self-attention's cache of
+    `(B, P + max_length, .)` hidden states and prepared keys; `logits,
+    weights, cache = model.next_logits(token, cache)` is then one RNN step
+    plus one cached attention step of `SequenceAttention`.
 
     Example:
 
@@ -83,14 +85,19 @@ class AttentiveLanguageModel(keras.Model):
         self.num_layers = num_layers
         self.attention = options
         self.dropout = dropout
+        self.prompt_vocab_size = self.output_vocab_size = vocab_size
         dtype = self.dtype_policy
-        self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, mask_zero=True, dtype=dtype, name="embedding"
+        self.encoder = TokenEncoder(
+            vocab_size,
+            embedding_dim,
+            rnn,
+            units,
+            num_layers,
+            return_state=True,
+            dropout=dropout,
+            dtype=dtype,
+            name="encoder",
         )
-        self.rnn_layers = [
-            _utils.make_rnn(rnn, units, f"rnn_{i}", dtype, return_sequences=True, return_state=True)
-            for i in range(num_layers)
-        ]
         attention_kwargs = {"units": options["units"]} if options["units"] else {}
         self.self_attention = SequenceAttention(
             score=options["score"],
@@ -107,23 +114,8 @@ class AttentiveLanguageModel(keras.Model):
             vocab_size, dtype=_utils.logits_dtype(dtype), name="logits"
         )
 
-    @property
-    def prompt_vocab_size(self):
-        return self.vocab_size
-
-    @property
-    def output_vocab_size(self):
-        return self.vocab_size
-
     def _forward(self, tokens, training=None):
-        mask = ops.not_equal(tokens, 0)
-        x = self.dropout_layer(self.embedding(tokens), training=training)
-        states = []
-        for i, layer in enumerate(self.rnn_layers):
-            if i:
-                x = self.dropout_layer(x, training=training)
-            x, *layer_states = layer(x, mask=mask, training=training)
-            states.append(layer_states)
+        x, mask, states = self.encoder(tokens, training=training)
         context, weights = self.self_attention(
             [x, x],
             mask=[mask, mask],
@@ -157,9 +149,9 @@ class AttentiveLanguageModel(keras.Model):
             `(logits, weights, cache)`: float32 logits `(B, V)` of the token
             after each prompt, float32 weights `(B, L)` of that position over
             the cache (`L = P + max_length`, plus 1 with `start_id`), and the
-            cache dict `states` (per RNN layer), `keys` (the score's prepared
-            keys) and `values` `(B, L, .)`, `position` `(B,)` (where the next
-            token goes).
+            cache dict: `states` (per RNN layer), `attention` (the
+            self-attention's cache of prepared keys and values `(B, L, .)`)
+            and `position` `(B,)` (where the next token goes).
         """
         prompts = ops.cast(prompts, "int32")
         if start_id is not None:
@@ -169,11 +161,9 @@ class AttentiveLanguageModel(keras.Model):
             self(prompts)
         lengths = ops.sum(ops.cast(ops.not_equal(prompts, 0), "int32"), axis=1)
         logits, weights, hidden, states = self._forward(prompts, training=False)
-        values = _utils.pad_time(hidden, max_length)
         cache = {
             "states": states,
-            "keys": self.self_attention.score_layer.prepare_keys(values),
-            "values": values,
+            "attention": self.self_attention.init_cache(_utils.pad_time(hidden, max_length)),
             "position": lengths,
         }
         weights = _utils.pad_time(_utils.last_valid(weights, lengths), max_length)
@@ -185,38 +175,22 @@ class AttentiveLanguageModel(keras.Model):
         Returns:
             `(logits (B, V) float32, weights (B, L) float32, new cache)`.
         """
-        x = _utils.embed_step(self.embedding, token)
-        states = []
-        for layer, layer_states in zip(self.rnn_layers, cache["states"]):
-            x, new_states = _utils.cell_step(layer, x, layer_states)
-            states.append(new_states)
-        position = cache["position"]
-        values = _utils.write_at(cache["values"], position, x)
-        score = self.self_attention.score_layer
-        new_key = ops.squeeze(score.prepare_keys(ops.expand_dims(x, 1)), 1)
-        keys = _utils.write_at(cache["keys"], position, new_key)
-        columns = ops.arange(ops.shape(values)[1], dtype="int32")[None, :]
-        rows = ops.expand_dims(position, 1)
-        visible = ops.less_equal(columns, rows)
-        if self.attention["window"] is not None:
-            visible = ops.logical_and(
-                visible, ops.less_equal(rows - columns, self.attention["window"])
-            )
-        context, weights = _common.attend(
-            score,
-            ops.expand_dims(x, 1),
-            keys,
-            values,
-            mask=ops.expand_dims(visible, 1),
-            normalizer=self.self_attention.normalizer_fn,
+        x, states = self.encoder.step(token, cache["states"])
+        step = ops.expand_dims(x, 1)
+        context, weights, attention = self.self_attention(
+            [step, step],
+            cache=cache["attention"],
+            cache_update_index=cache["position"],
+            use_causal_mask=True,
+            return_attention_scores=True,
         )
         logits = self._head(x, ops.squeeze(context, 1))
-        cache = {"states": states, "keys": keys, "values": values, "position": position + 1}
+        cache = {"states": states, "attention": attention, "position": cache["position"] + 1}
         return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
 
     def get_config(self):
         return {
-            **_utils.base_config(self),
+            **self.base_config(),
             "vocab_size": self.vocab_size,
             "embedding_dim": self.embedding_dim,
             "units": self.units,
@@ -225,7 +199,3 @@ class AttentiveLanguageModel(keras.Model):
             "attention": _utils.serialize_attention(self.attention),
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_utils.config_with_attention(config))

@@ -3,13 +3,15 @@ from keras import ops
 
 from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention, _common
 from keras_attn_rnn.models import _utils
+from keras_attn_rnn.models._base import AttentiveModel
+from keras_attn_rnn.models._encoder import TokenEncoder
 
 DECODERS = ("bahdanau", "luong")
 _ATTENTION_DEFAULTS = {"score": "additive", "units": None}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
-class Seq2Seq(keras.Model):
+class Seq2Seq(AttentiveModel):
     """Encoder-decoder with attention, in Bahdanau's or Luong's arrangement.
 
     The encoder embeds the source (id 0 is padding) and runs an RNN
@@ -114,24 +116,29 @@ class Seq2Seq(keras.Model):
         self.attention = options
         self.attention_layer_size = attention_layer_size
         self.dropout = dropout
+        self.prompt_vocab_size, self.output_vocab_size = source_vocab, target_vocab
         dtype = self.dtype_policy
-        self.source_embedding = keras.layers.Embedding(
-            source_vocab, embedding_dim, mask_zero=True, dtype=dtype, name="source_embedding"
+        self.encoder = TokenEncoder(
+            source_vocab,
+            embedding_dim,
+            rnn,
+            units,
+            bidirectional=bidirectional,
+            return_state=True,
+            dropout=dropout,
+            embedding_name="source_embedding",
+            dtype=dtype,
+            name="encoder",
         )
         self.target_embedding = keras.layers.Embedding(
             target_vocab, embedding_dim, mask_zero=True, dtype=dtype, name="target_embedding"
         )
-        encoder = _utils.make_rnn(
-            rnn, units, "encoder", dtype, return_sequences=True, return_state=True
-        )
         self.bridges = []
         if bidirectional:
-            encoder = keras.layers.Bidirectional(encoder, dtype=dtype, name="bidirectional_encoder")
             self.bridges = [
                 keras.layers.Dense(units, activation="tanh", dtype=dtype, name=f"bridge_{part}")
                 for part in (("h", "c") if rnn == "lstm" else ("h",))
             ]
-        self.encoder = encoder
         attention_kwargs = {"units": options["units"]} if options["units"] else {}
         if decoder == "bahdanau":
             self.attention_decoder = AttentionDecoder(
@@ -164,19 +171,9 @@ class Seq2Seq(keras.Model):
             target_vocab, dtype=_utils.logits_dtype(dtype), name="logits"
         )
 
-    @property
-    def prompt_vocab_size(self):
-        return self.source_vocab
-
-    @property
-    def output_vocab_size(self):
-        return self.target_vocab
-
     def encode(self, source, training=None):
         """`(memory (B, S, d_m), memory_mask (B, S), initial decoder state list)`."""
-        mask = ops.not_equal(source, 0)
-        x = self.dropout_layer(self.source_embedding(source), training=training)
-        memory, *states = self.encoder(x, mask=mask, training=training)
+        memory, mask, (states,) = self.encoder(source, training=training)
         if self.bidirectional:
             half = len(states) // 2
             states = [
@@ -244,8 +241,7 @@ class Seq2Seq(keras.Model):
         else:
             cache = {
                 "cell_state": states,
-                "keys": self.cross_attention.score_layer.prepare_keys(memory),
-                "memory": memory,
+                "attention": self.cross_attention.init_cache(memory),
                 "memory_mask": memory_mask,
             }
         start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
@@ -258,13 +254,11 @@ class Seq2Seq(keras.Model):
             output, cache, alignments = self.attention_decoder.step(y, cache)
         else:
             hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
-            context, alignments = _common.attend(
-                self.cross_attention.score_layer,
+            context, alignments, _ = self.cross_attention(
                 ops.expand_dims(hidden, 1),
-                cache["keys"],
-                cache["memory"],
-                mask=ops.expand_dims(cache["memory_mask"], 1),
-                normalizer=self.cross_attention.normalizer_fn,
+                mask=[None, cache["memory_mask"]],
+                cache=cache["attention"],
+                return_attention_scores=True,
             )
             context, alignments = ops.squeeze(context, 1), ops.squeeze(alignments, 1)
             output = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
@@ -274,7 +268,7 @@ class Seq2Seq(keras.Model):
 
     def get_config(self):
         return {
-            **_utils.base_config(self),
+            **self.base_config(),
             "source_vocab": self.source_vocab,
             "target_vocab": self.target_vocab,
             "embedding_dim": self.embedding_dim,
@@ -286,7 +280,3 @@ class Seq2Seq(keras.Model):
             "attention_layer_size": self.attention_layer_size,
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_utils.config_with_attention(config))
