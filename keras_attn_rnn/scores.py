@@ -16,6 +16,7 @@ import math
 import keras
 from keras import ops
 
+
 class Score(keras.layers.Layer):
     """Base of the score layers: dot product of the prepared query and keys.
 
