@@ -9,6 +9,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attn_rnn import normalizers
+
 # Finite stand-in for -inf in float32 softmax: exp(score - max) underflows to
 # exactly 0 for any real score, and no NaN can come out of `inf - inf`.
 _FLOAT32_PENALTY = -1e30
@@ -21,13 +23,6 @@ def _largest(dtype):
     return float(np.finfo(np.dtype(dtype)).max)
 
 
-def softmax(scores, axis=-1):
-    """Plain softmax: the default `normalizer` of every layer."""
-    if scores.shape[axis] == 1:  # one key (e.g. a memory of length 1)
-        return ops.ones_like(scores)
-    return ops.softmax(scores, axis=axis)
-
-
 def masked_softmax(scores, mask=None, axis=-1, normalizer=None):
     """Normalises `scores` over `axis` in float32, with exact zeros where `mask` is False.
 
@@ -36,13 +31,13 @@ def masked_softmax(scores, mask=None, axis=-1, normalizer=None):
         mask: boolean tensor broadcastable to `scores`, True where a key may be
             attended. `None` attends everywhere.
         axis: the key axis.
-        normalizer: function `(scores, axis) -> weights`; softmax by default.
-            The hook for sparsemax, hardmax and friends.
+        normalizer: function `(scores, axis) -> weights` (see
+            `keras_attn_rnn.normalizers`); softmax by default.
 
     Returns:
         float32 weights of the shape of `scores`.
     """
-    normalizer = normalizer or softmax
+    normalizer = normalizer or normalizers.softmax
     scores = ops.cast(scores, "float32")
     if mask is None:
         return normalizer(scores, axis=axis)
@@ -98,32 +93,3 @@ def combine_masks(*masks):
         mask = ops.cast(mask, "bool")
         result = mask if result is None else ops.logical_and(result, mask)
     return result
-
-
-NORMALIZERS = {"softmax": softmax}
-
-
-def normalizer_names():
-    """The registered normalizer names: `("softmax", ...)`."""
-    return tuple(NORMALIZERS)
-
-
-def get_normalizer(identifier):
-    """Returns the normalizer function for a name in `NORMALIZERS` or a callable."""
-    if callable(identifier):
-        return identifier
-    if isinstance(identifier, str) and identifier in NORMALIZERS:
-        return NORMALIZERS[identifier]
-    if isinstance(identifier, dict):
-        return keras.saving.deserialize_keras_object(identifier)
-    raise ValueError(
-        f"normalizer must be one of {', '.join(repr(n) for n in NORMALIZERS)} or a callable "
-        f"`(scores, axis) -> weights`. Received: normalizer={identifier!r}"
-    )
-
-
-def serialize_normalizer(identifier):
-    """Config form of a normalizer: its name, or the serialized registered function."""
-    if isinstance(identifier, str):
-        return identifier
-    return keras.saving.serialize_keras_object(identifier)

@@ -74,3 +74,30 @@ def save_and_reload_in_subprocess(model, inputs, tmp_path, call_kwargs=None, ato
     )
     assert result.returncode == 0 and "RELOAD-OK" in result.stdout, result.stderr[-3000:]
     return expected
+
+
+def gradient(fn, x):
+    """`(d sum(fn(x) * w) / dx, w)` for a fixed random `w`, on the current backend."""
+    backend = keras.backend.backend()
+    w = np.random.default_rng(0).normal(size=np.shape(to_numpy(fn(x)))).astype(x.dtype)
+
+    def objective(value):
+        return keras.ops.sum(fn(value) * keras.ops.convert_to_tensor(w, value.dtype))
+
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        value = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(value)
+            out = objective(value)
+        return to_numpy(tape.gradient(out, value)), w
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(objective)(keras.ops.convert_to_tensor(x))), w
+    import torch
+
+    value = torch.tensor(x, requires_grad=True)
+    objective(value).backward()
+    return value.grad.numpy(), w

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import masking, scores
+from keras_attn_rnn import normalizers, scores
 from keras_attn_rnn.layers import _common
 
 QUERY_SOURCES = ("learned", "fixed", "external")
@@ -26,7 +26,8 @@ class AttentionPooling(keras.layers.Layer):
             `"external"` (given at call time, e.g. a decoder state).
         query_value: the constant query for `query="fixed"`, a 1-D sequence.
         dropout: dropout rate on the attention weights.
-        normalizer: `"softmax"` or a function `(scores, axis) -> weights`.
+        normalizer: `"softmax"`, `"hardmax"`, `"sparsemax"`, `"entmax15"` or a
+            function `(scores, axis) -> weights`.
 
     Call arguments:
         inputs: `sequence` `(B, T, D)`, or `[sequence, query]` with query
@@ -78,7 +79,7 @@ class AttentionPooling(keras.layers.Layer):
                 f"query_value={query_value!r}"
             )
         _common.check_dropout(dropout)
-        self.normalizer_fn = masking.get_normalizer(normalizer)
+        self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
         self.score = scores.serialize(score)  # config form; the layer is score_layer
         self.units = units
@@ -185,5 +186,5 @@ class AttentionPooling(keras.layers.Layer):
             "query": self.query,
             "query_value": self.query_value,
             "dropout": self.dropout,
-            "normalizer": masking.serialize_normalizer(self.normalizer),
+            "normalizer": normalizers.serialize(self.normalizer),
         }

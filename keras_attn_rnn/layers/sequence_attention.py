@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import masking, scores
+from keras_attn_rnn import masking, normalizers, scores
 from keras_attn_rnn.layers import _common
 
 
@@ -22,7 +22,8 @@ class SequenceAttention(keras.layers.Layer):
             `|i - j| <= window` (local attention; with the causal mask,
             `i - window <= j <= i`).
         dropout: dropout rate on the attention weights.
-        normalizer: `"softmax"` or a function `(scores, axis) -> weights`.
+        normalizer: `"softmax"`, `"hardmax"`, `"sparsemax"`, `"entmax15"` or a
+            function `(scores, axis) -> weights`.
 
     Call arguments:
         inputs: `[query (B, Tq, d_q), value (B, Tv, d_v)]` or
@@ -84,7 +85,7 @@ class SequenceAttention(keras.layers.Layer):
         _common.check_positive_int("window", window)
         _common.check_dropout(dropout)
         scores.check_units(score, units, "query size")
-        self.normalizer_fn = masking.get_normalizer(normalizer)
+        self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
         self.score = scores.serialize(score)  # config form; the layer is score_layer
         self.units = units
@@ -289,7 +290,7 @@ class SequenceAttention(keras.layers.Layer):
             "units": self.units,
             "window": self.window,
             "dropout": self.dropout,
-            "normalizer": masking.serialize_normalizer(self.normalizer),
+            "normalizer": normalizers.serialize(self.normalizer),
         }
 
 
