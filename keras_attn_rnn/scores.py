@@ -264,6 +264,16 @@ def get(identifier, **kwargs):
     return cls(**kwargs)
 
 
+def role_named(identifier, units=None, dtype=None):
+    """The score layer a decoder or mechanism owns, named `score` so its weights carry role
+    names (`.../score/query_kernel`): a name is built; an unbuilt instance is a template,
+    copied under that name; a built one is shared as is."""
+    layer = get(identifier, units=units, dtype=dtype, name="score")
+    if not layer.built and layer.name != "score":
+        layer = type(layer).from_config({**layer.get_config(), "name": "score", "dtype": dtype})
+    return layer
+
+
 def name_of(score):
     """The registry name of a score (`"additive"`) given as a name, a layer or its config."""
     if isinstance(score, str):

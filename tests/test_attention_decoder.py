@@ -173,7 +173,14 @@ def test_step_state_is_tileable_and_loops():
     x, memory = data()
     decoder = built_decoder("lstm")
     state = decoder.get_initial_state(memory, memory_mask=MEMORY_MASK)
-    assert set(state) == {"cell_state", "attention", "keys", "memory", "memory_mask"}
+    assert set(state) == {
+        "cell_state",
+        "attention",
+        "attention_state",
+        "keys",
+        "memory",
+        "memory_mask",
+    }
     tiled = keras.tree.map_structure(lambda t: ops.repeat(t, 2, axis=0), state)
     x0 = ops.convert_to_tensor(x[:, 0])
     output, _, alignments = decoder.step(x0, state)

@@ -3,7 +3,7 @@ import copy
 import keras
 from keras import ops, tree
 
-from keras_attn_rnn import _keras_compat, masking, scores
+from keras_attn_rnn import _keras_compat, mechanisms, normalizers, scores
 from keras_attn_rnn.layers import _common, _decoder_cells
 
 
@@ -14,18 +14,20 @@ class AttentionDecoder(keras.layers.Layer):
 
     Each step, exactly as TensorFlow Addons' `AttentionWrapper`:
     `cell_input = concat(x_t, attention_{t-1})` (with `input_feeding`),
-    `cell_output, state = cell(cell_input, state)`,
-    `a_t = masked_softmax(score(cell_output, memory))`,
-    `context_t = a_t . memory`,
-    `attention_t = attention_layer(concat(cell_output, context_t))` (a
-    bias-free `Dense` named `attention_layer`, only with
-    `attention_layer_size`; otherwise `attention_t = context_t`); the step
-    output is `attention_t`, or `cell_output` with `output_attention=False`.
-    The first `attention_{t-1}` is zeros. tfa's `BahdanauAttention(units,
-    normalize)` is `score=scores.Additive(units, normalize)` and its
-    `LuongAttention(scale)` is `score=scores.General(use_scale)`.
+    `cell_output, state = cell(cell_input, state)`; then for each attention
+    mechanism `m`: `a_t = m(cell_output, memory, m_state)` (content attention:
+    `normalizer(score(cell_output, memory))`), `context_t = a_t . memory`,
+    `attention_m = attention_layer_m(concat(cell_output, context_t))` (a
+    bias-free `Dense`, only with an `attention_layer_size`; otherwise
+    `attention_m = context_t`); `attention_t` is the concatenation over the
+    mechanisms. The step output is `attention_t`, or `cell_output` with
+    `output_attention=False`. The first `attention_{t-1}` is zeros. tfa's
+    `BahdanauAttention(units, normalize)` is `score=scores.Additive(units,
+    normalize)`, its `LuongAttention(scale)` is
+    `score=scores.General(use_scale)`, and its monotonic mechanisms are
+    `attention=mechanisms.MonotonicAttention(...)`.
 
-    The memory's key projection is computed once per sequence. For a plain
+    The memory's key projections are computed once per sequence. For a plain
     `LSTMCell` or `GRUCell` without dropout the `x_t` half of the cell's input
     matmul is applied to all steps at once before the loop; every other cell
     is called as is. The loop is Keras's backend loop (the one
@@ -35,18 +37,24 @@ class AttentionDecoder(keras.layers.Layer):
         cell: a Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`,
             `StackedRNNCells`, a list of cells, or any layer with `call`,
             `state_size` and optionally `output_size`).
-        score: a score name (`"dot"`, `"scaled_dot"`, `"general"`,
+        score: shorthand for `attention=ContentAttention(score, units,
+            normalizer)`: a score name (`"dot"`, `"scaled_dot"`, `"general"`,
             `"additive"`, `"tanh_dot"`) or a `scores.Score` instance (an
             unbuilt one is copied under the name `score`).
         units: hidden size of `score="additive"` (tfa's `num_units`;
             default: the memory size). Other scores take no `units`.
         attention_layer_size: size of the attention layer; `None` uses the
-            context as the attention.
+            context as the attention. With several mechanisms, a list with
+            one size (or None) per mechanism.
         output_attention: output the attention (True) or the cell output.
         input_feeding: feed the previous attention into the cell's input.
         return_sequences: return every step's output, or only the last.
         return_state: also return the final cell state and attention.
-        normalizer: `"softmax"` or a function `(scores, axis) -> weights`.
+        normalizer: the content attention's normalizer: `"softmax"`,
+            `"hardmax"`, `"sparsemax"`, `"entmax15"` or a function
+            `(scores, axis) -> weights`.
+        attention: a `keras_attn_rnn.mechanisms.Mechanism` or a list of them
+            (instead of `score`, `units` and `normalizer`).
 
     Call arguments:
         inputs: `[inputs (B, T, d_in), memory (B, S, d_m)]`.
@@ -54,34 +62,37 @@ class AttentionDecoder(keras.layers.Layer):
             masks from an encoder flow in.
         initial_state: the cell's initial state (e.g. an encoder's `[h, c]`),
             shaped as the cell's `state_size`; zeros by default.
-        training: whether the cell's dropout is active.
+        training: whether the cell's dropout (and monotonic noise) is active.
         return_attention_scores: also return the alignment history.
 
     Returns:
         `outputs` `(B, T, d_out)` (or `(B, d_out)` without
         `return_sequences`); with `return_state`, then the final cell state
         tensors (flattened) and the final attention `(B, d_att)`; with
-        `return_attention_scores`, last, the float32 alignments `(B, T, S)`.
-        `d_att` is `attention_layer_size` or `d_m`; `d_out` is `d_att` or the
-        cell's output size.
+        `return_attention_scores`, last, the float32 alignments `(B, T, S)`
+        (a list of them, one per mechanism, when there are several). `d_att`
+        is the sum over the mechanisms of the attention layer size or `d_m`;
+        `d_out` is `d_att` or the cell's output size.
 
     Masking: padded memory positions get weight exactly 0 at every step (a
     row with no valid position gets a zero context). At masked input steps
-    the state (cell state and attention) is carried over unchanged, as in
-    `keras.layers.RNN`, and the outputs and alignments are zero; the last
-    output is the one of the last unmasked step. The output mask is the
-    inputs mask.
+    the state (cell state, attention, mechanism states) is carried over
+    unchanged, as in `keras.layers.RNN`, and the outputs and alignments are
+    zero; the last output is the one of the last unmasked step. The output
+    mask is the inputs mask.
 
     Step API (generation, beam search): after the layer is built,
     `state = decoder.get_initial_state(memory, memory_mask=None,
     cell_state=None)` returns a dict of tensors: `"cell_state"` (a list
-    shaped as the cell's state), `"attention"` `(B, d_att)`, `"keys"` (the
-    score's prepared keys), `"memory"` and `"memory_mask"` (`(B, S)` bool).
-    `output, state, alignments = decoder.step(x_t, state)` takes
+    shaped as the cell's state), `"attention"` `(B, d_att)`,
+    `"attention_state"` (one dict per mechanism), `"keys"` (each
+    mechanism's prepared keys), `"memory"` and `"memory_mask"` (`(B, S)`
+    bool). `output, state, alignments = decoder.step(x_t, state)` takes
     `x_t (B, d_in)` and returns `(B, d_out)`, the next state (same
-    structure) and float32 `(B, S)`. Every entry has the batch first, so the
-    state can be tiled (`ops.repeat`), gathered, and carried through
-    `ops.while_loop`. `step()` run `T` times gives the full call's results.
+    structure) and float32 `(B, S)` (a list with several mechanisms). Every
+    entry has the batch first, so the state can be tiled (`ops.repeat`),
+    gathered, and carried through `ops.while_loop`. `step()` run `T` times
+    gives the full call's results.
 
     Example:
 
@@ -90,6 +101,11 @@ class AttentionDecoder(keras.layers.Layer):
     >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
     >>> outputs.shape, alignments.shape
     ((2, 5, 8), (2, 5, 7))
+    >>> two = AttentionDecoder(
+    ...     keras.layers.LSTMCell(8),
+    ...     attention=[mechanisms.ContentAttention("general"),
+    ...                mechanisms.MonotonicAttention(scores.Additive(8))],
+    ...     attention_layer_size=[8, 4])
 
     Reference:
         Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning
@@ -108,6 +124,7 @@ class AttentionDecoder(keras.layers.Layer):
         return_sequences=True,
         return_state=False,
         normalizer="softmax",
+        attention=None,
         **kwargs,
     ):
         if isinstance(cell, dict):  # from_config; Keras's from_config may mutate the dict
@@ -120,12 +137,21 @@ class AttentionDecoder(keras.layers.Layer):
                 f"(e.g. keras.layers.LSTMCell). Received: cell={cell!r}"
             )
         _common.check_positive_int("units", units)
-        _common.check_positive_int("attention_layer_size", attention_layer_size)
-        scores.check_units(score, units, "cell output size")
-        self.normalizer_fn = masking.get_normalizer(normalizer)
+        if attention is None:
+            scores.check_units(score, units, "cell output size")
+            normalizers.get(normalizer)
+        elif score != "additive" or units is not None or normalizer != "softmax":
+            raise ValueError(
+                "score, units and normalizer are the shorthand for "
+                "attention=ContentAttention(score, units, normalizer); pass either them or "
+                f"attention. Received: score={score!r}, units={units!r}, "
+                f"normalizer={normalizer!r}, attention={attention!r}"
+            )
+        mechanism_list = _as_list(attention)
+        sizes = _layer_sizes(attention_layer_size, len(mechanism_list) if attention else 1)
         super().__init__(**kwargs)
         self.cell = cell
-        self.score = scores.serialize(score)  # config form; the layer is score_layer
+        self.score = scores.serialize(score)  # config form of the shorthand
         self.units = units
         self.attention_layer_size = attention_layer_size
         self.output_attention = output_attention
@@ -133,20 +159,44 @@ class AttentionDecoder(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.normalizer = normalizer
-        self.score_layer = scores.get(score, units=units, dtype=self.dtype_policy, name="score")
-        if not self.score_layer.built and self.score_layer.name != "score":
-            # an unbuilt instance is a template: its weights are named after their role
-            config = {**self.score_layer.get_config(), "name": "score", "dtype": self.dtype_policy}
-            self.score_layer = type(self.score_layer).from_config(config)
-        self.attention_layer = None
-        if attention_layer_size is not None:
-            self.attention_layer = keras.layers.Dense(
-                attention_layer_size,
+        if attention is None:
+            self.attention = None
+            self.mechanisms = [
+                mechanisms.ContentAttention(
+                    score, units, normalizer, dtype=self.dtype_policy, name="content_attention"
+                )
+            ]
+        else:
+            self.mechanisms = [mechanisms.get(m) for m in mechanism_list]
+            self.attention = [mechanisms.serialize(m) for m in self.mechanisms]
+        single = len(sizes) == 1
+        self.attention_layers = [
+            None
+            if size is None
+            else keras.layers.Dense(
+                size,
                 use_bias=False,
                 dtype=self.dtype_policy,
-                name="attention_layer",
+                name="attention_layer" if single else f"attention_layer_{i}",
             )
+            for i, size in enumerate(sizes)
+        ]
         self.supports_masking = True
+
+    @property
+    def score_layer(self):
+        """The score layer of the (first) mechanism."""
+        return self.mechanisms[0].score_layer
+
+    @property
+    def attention_layer(self):
+        """The attention layer of a one-mechanism decoder (None without one)."""
+        if len(self.attention_layers) != 1:
+            raise AttributeError(
+                "a decoder with several mechanisms has one layer per mechanism: "
+                "use attention_layers"
+            )
+        return self.attention_layers[0]
 
     # ------------------------------------------------------------------ build
 
@@ -181,15 +231,21 @@ class AttentionDecoder(keras.layers.Layer):
         self._check_batch(inputs_shape, memory_shape)
         self.input_dim = inputs_shape[-1]
         self.memory_dim = memory_shape[-1]
-        self.attention_size = self.attention_layer_size or self.memory_dim
+        self.attention_sizes = [
+            self.memory_dim if layer is None else layer.units for layer in self.attention_layers
+        ]
+        self.attention_size = sum(self.attention_sizes)
         cell_input_dim = self.input_dim + (self.attention_size if self.input_feeding else 0)
         if not self.cell.built:
             self.cell.build((None, cell_input_dim))
         output_size = getattr(self.cell, "output_size", None)
         self.cell_output_size = output_size or tree.flatten(self.cell.state_size)[0]
-        self.score_layer.build_for((None, 1, self.cell_output_size), tuple(memory_shape))
-        if self.attention_layer is not None:
-            self.attention_layer.build((None, self.cell_output_size + self.memory_dim))
+        for mechanism in self.mechanisms:
+            if not mechanism.built:
+                mechanism.build((None, self.cell_output_size), tuple(memory_shape))
+        for layer in self.attention_layers:
+            if layer is not None:
+                layer.build((None, self.cell_output_size + self.memory_dim))
         self.fast_path = _decoder_cells.fast_path_kind(self.cell)
 
     # --------------------------------------------------------------- the step
@@ -200,23 +256,42 @@ class AttentionDecoder(keras.layers.Layer):
             self.cell, self.fast_path, self.input_dim, self.input_feeding
         )
 
-    def _step(self, maths, x, cell_state, attention, keys, memory, key_mask, weights, training):
-        cell_output, cell_state = maths.step(x, cell_state, attention, weights, training)
-        context, alignments = _common.attend(
-            self.score_layer,
-            ops.expand_dims(cell_output, 1),
-            keys,
-            memory,
-            mask=key_mask,
-            normalizer=self.normalizer_fn,
+    def _attend(self, cell_output, attention_state, keys, memory, memory_mask, training):
+        """Every mechanism's alignments and attention: `(attention, alignments, states)`."""
+        attentions, alignments, states = [], [], []
+        for mechanism, layer, state, prepared in zip(
+            self.mechanisms, self.attention_layers, attention_state, keys
+        ):
+            weights, state = mechanism.call(
+                cell_output, prepared, memory, memory_mask, state, training=training
+            )
+            context = ops.squeeze(
+                ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
+            )
+            if layer is not None:
+                context = layer(ops.concatenate([cell_output, context], axis=-1))
+            attentions.append(context)
+            alignments.append(weights)
+            states.append(state)
+        attention = attentions[0] if len(attentions) == 1 else ops.concatenate(attentions, -1)
+        return attention, alignments, states
+
+    def _step(self, maths, x, state, memory, weights, training):
+        """One step: `(output, alignments, new state)`; `state` holds the cell state, attention
+        and mechanism states, `memory` is `(keys, memory, memory_mask)`."""
+        cell_output, cell_state = maths.step(
+            x, state["cell_state"], state["attention"], weights, training
         )
-        context = ops.squeeze(context, 1)
-        if self.attention_layer is not None:
-            attention = self.attention_layer(ops.concatenate([cell_output, context], axis=-1))
-        else:
-            attention = context
+        attention, alignments, attention_state = self._attend(
+            cell_output, state["attention_state"], *memory, training
+        )
         output = attention if self.output_attention else cell_output
-        return output, ops.squeeze(alignments, 1), cell_state, attention
+        new_state = {
+            "cell_state": cell_state,
+            "attention": attention,
+            "attention_state": attention_state,
+        }
+        return output, alignments, new_state
 
     # -------------------------------------------------------------- the state
 
@@ -247,6 +322,20 @@ class AttentionDecoder(keras.layers.Layer):
         flat = [ops.cast(s, self.cell.compute_dtype) for s in flat]
         return tree.pack_sequence_as(default, flat)
 
+    def _initial_state(self, memory, memory_mask, cell_state):
+        """The loop state before the first step, and the keys every step reads."""
+        batch_size = ops.shape(memory)[0]
+        keys = [mechanism.prepare_keys(memory) for mechanism in self.mechanisms]
+        state = {
+            "cell_state": self._cell_initial_state(batch_size, cell_state),
+            "attention": ops.zeros((batch_size, self.attention_size), dtype=self.compute_dtype),
+            "attention_state": [
+                mechanism.initial_state(k, memory_mask)
+                for mechanism, k in zip(self.mechanisms, keys)
+            ],
+        }
+        return state, keys
+
     def _check_built(self, method):
         if not self.built:
             raise ValueError(
@@ -260,35 +349,23 @@ class AttentionDecoder(keras.layers.Layer):
         self._check_built("get_initial_state")
         memory = ops.cast(memory, self.compute_dtype)
         _common.check_rank("memory", memory.shape, 3)
-        batch_size = ops.shape(memory)[0]
         if memory_mask is None:
             memory_mask = ops.ones(ops.shape(memory)[:2], dtype="bool")
         _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
-        return {
-            "cell_state": self._cell_initial_state(batch_size, cell_state),
-            "attention": ops.zeros((batch_size, self.attention_size), dtype=self.compute_dtype),
-            "keys": self.score_layer.prepare_keys(memory),
-            "memory": memory,
-            "memory_mask": ops.cast(memory_mask, "bool"),
-        }
+        memory_mask = ops.cast(memory_mask, "bool")
+        state, keys = self._initial_state(memory, memory_mask, cell_state)
+        return {**state, "keys": keys, "memory": memory, "memory_mask": memory_mask}
 
     def step(self, inputs, state, training=False):
         """One decoder step: `(x_t, state) -> (output, state, alignments)`."""
         self._check_built("step")
         maths = self._cell_maths()
         x = maths.project_inputs(ops.cast(inputs, self.compute_dtype))
-        output, alignments, cell_state, attention = self._step(
-            maths,
-            x,
-            state["cell_state"],
-            state["attention"],
-            state["keys"],
-            state["memory"],
-            ops.expand_dims(state["memory_mask"], 1),
-            maths.weights(),
-            training,
+        memory = (state["keys"], state["memory"], state["memory_mask"])
+        output, alignments, new_state = self._step(
+            maths, x, state, memory, maths.weights(), training
         )
-        return output, {**state, "cell_state": cell_state, "attention": attention}, alignments
+        return output, {**state, **new_state}, _item_or_list(alignments)
 
     # ------------------------------------------------------------------- call
 
@@ -307,79 +384,63 @@ class AttentionDecoder(keras.layers.Layer):
         inputs_mask, memory_mask = _common.split_masks(mask, 2)
         _common.check_mask("inputs_mask", inputs_mask, tuple(sequence.shape[:2]))
         _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
+        if memory_mask is not None:
+            memory_mask = ops.cast(memory_mask, "bool")
 
-        batch_size = ops.shape(memory)[0]
-        cell_state = self._cell_initial_state(batch_size, initial_state)
-        attention = ops.zeros((batch_size, self.attention_size), dtype=self.compute_dtype)
-        keys = self.score_layer.prepare_keys(memory)
-        key_mask = (
-            None if memory_mask is None else ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
-        )
+        state, keys = self._initial_state(memory, memory_mask, initial_state)
         maths = self._cell_maths()
         weights = maths.weights()
         projected = maths.project_inputs(sequence)
         if _common.has_dropout(self.cell):
+            first = sequence[:, 0]
             _common.prime_dropout_masks(
                 self.cell,
-                ops.concatenate([sequence[:, 0], attention], -1)
-                if self.input_feeding
-                else sequence[:, 0],
-                cell_state,
+                ops.concatenate([first, state["attention"]], -1) if self.input_feeding else first,
+                state["cell_state"],
             )
 
         masked = inputs_mask is not None
+        carry = [state]
         if masked:
             # the mask travels as a last channel: TF's loop wants one input tensor here
             step_mask = ops.cast(ops.expand_dims(inputs_mask, -1), projected.dtype)
             step_inputs = ops.concatenate([projected, step_mask], axis=-1)
-            last_output = ops.zeros(
-                (
-                    batch_size,
-                    self.attention_size if self.output_attention else self.cell_output_size,
-                ),
-                dtype=self.compute_dtype,
-            )
-            carry = [cell_state, attention, last_output]
+            output_size = self.attention_size if self.output_attention else self.cell_output_size
+            carry.append(ops.zeros((ops.shape(memory)[0], output_size), self.compute_dtype))
         else:
             step_inputs = projected
-            carry = [cell_state, attention]
 
         def step_fn(step_input, states):
             x = step_input[:, :-1] if masked else step_input
-            old_state, old_attention = states[0], states[1]
-            output, alignments, new_state, new_attention = self._step(
-                maths, x, old_state, old_attention, keys, memory, key_mask, weights, training
+            output, alignments, new_state = self._step(
+                maths, x, states[0], (keys, memory, memory_mask), weights, training
             )
             if not masked:
-                return (output, alignments), [new_state, new_attention]
+                return (output, *alignments), [new_state]
             keep = step_input[:, -1:] > 0
             new_state = tree.map_structure(
-                lambda new, old: ops.where(keep, new, old), new_state, old_state
+                lambda new, old: ops.where(keep, new, old), new_state, states[0]
             )
-            new_attention = ops.where(keep, new_attention, old_attention)
-            last = ops.where(keep, output, states[2])
+            last = ops.where(keep, output, states[1])
             output = ops.where(keep, output, ops.zeros_like(output))
-            alignments = ops.where(keep, alignments, ops.zeros_like(alignments))
-            return (output, alignments), [new_state, new_attention, last]
+            alignments = [ops.where(keep, a, ops.zeros_like(a)) for a in alignments]
+            return (output, *alignments), [new_state, last]
 
-        _, (outputs, alignments), final = _keras_compat.rnn(
-            step_fn,
-            step_inputs,
-            carry,
-            input_length=sequence.shape[1],
+        _, (outputs, *alignments), final = _keras_compat.rnn(
+            step_fn, step_inputs, carry, input_length=sequence.shape[1]
         )
         if _common.has_dropout(self.cell):
             _common.reset_dropout_masks(self.cell)
-        final_state, final_attention = final[0], final[1]
+        final_state = final[0]
 
         if self.return_sequences:
             result = [outputs]
         else:
-            result = [final[2] if masked else outputs[:, -1]]
+            result = [final[1] if masked else outputs[:, -1]]
         if self.return_state:
-            result += tree.flatten(final_state) + [final_attention]
+            result += tree.flatten(final_state["cell_state"]) + [final_state["attention"]]
         if return_attention_scores:
-            result.append(alignments)
+            result.append(_item_or_list(alignments))
         return result[0] if len(result) == 1 else tuple(result)
 
     def compute_mask(self, inputs, mask=None):
@@ -398,5 +459,42 @@ class AttentionDecoder(keras.layers.Layer):
             "input_feeding": self.input_feeding,
             "return_sequences": self.return_sequences,
             "return_state": self.return_state,
-            "normalizer": masking.serialize_normalizer(self.normalizer),
+            "normalizer": normalizers.serialize(self.normalizer),
+            "attention": self.attention,
         }
+
+
+def _as_list(attention):
+    if attention is None:
+        return []
+    items = list(attention) if isinstance(attention, (list, tuple)) else [attention]
+    if not items:
+        raise ValueError(
+            "attention must be a mechanism or a non-empty list of them. Received: attention=[]"
+        )
+    return items
+
+
+def _layer_sizes(attention_layer_size, count):
+    """One attention-layer size (or None) per mechanism, checked."""
+    if isinstance(attention_layer_size, (list, tuple)):
+        sizes = list(attention_layer_size)
+        if len(sizes) != count:
+            raise ValueError(
+                f"attention_layer_size must have one entry per mechanism ({count}). "
+                f"Received: attention_layer_size={attention_layer_size!r}"
+            )
+    elif attention_layer_size is not None and count > 1:
+        raise ValueError(
+            f"attention_layer_size must be a list of {count} sizes (or None) for {count} "
+            f"mechanisms, as in tfa. Received: attention_layer_size={attention_layer_size!r}"
+        )
+    else:
+        sizes = [attention_layer_size] * count
+    for size in sizes:
+        _common.check_positive_int("attention_layer_size", size)
+    return sizes
+
+
+def _item_or_list(values):
+    return values[0] if len(values) == 1 else list(values)

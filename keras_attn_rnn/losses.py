@@ -1,0 +1,102 @@
+"""Losses on attention alignments: supervised attention and coverage.
+
+Both take the alignment history a decoder returns (`(B, T, S)`, zeros at
+padded target steps, e.g. `AttentionDecoder(...)(..., return_attention_scores=True)`)
+as `y_pred`, and average per example over its real target steps.
+"""
+
+import keras
+from keras import ops
+
+
+def _per_example_mean(values, valid):
+    """Mean of `values (B, T)` over the steps where `valid`; 0 for a row with none."""
+    valid = ops.cast(valid, "float32")
+    total = ops.sum(values * valid, axis=-1)
+    return total / ops.maximum(ops.sum(valid, axis=-1), 1.0)
+
+
+def alignment_loss(positions, alignments, epsilon=1e-7):
+    """`-log a[t, position_t]` per target step, averaged over the steps with a position.
+
+    Args:
+        positions: int `(B, T)` (or `(B,)`): the ground-truth attended memory
+            position of each step, `-1` where there is none.
+        alignments: float `(B, T, S)` (or `(B, S)`).
+
+    Returns:
+        float32 `(B,)`.
+    """
+    alignments = ops.cast(alignments, "float32")
+    positions = ops.cast(positions, "int32")
+    if len(alignments.shape) == 2:
+        alignments, positions = ops.expand_dims(alignments, 1), ops.expand_dims(positions, 1)
+    valid = positions >= 0
+    picked = ops.take_along_axis(
+        alignments, ops.expand_dims(ops.maximum(positions, 0), -1), axis=-1
+    )
+    nll = -ops.log(ops.squeeze(picked, -1) + epsilon)
+    return _per_example_mean(nll, valid)
+
+
+def coverage_loss(alignments):
+    """`sum_i min(a_t,i, c_t,i)` per step with `c_t = sum_{tau<t} a_tau` (See et al., 2017),
+    averaged over the steps that attend (steps whose alignments are all zero are padding).
+
+    Args:
+        alignments: float `(B, T, S)`.
+
+    Returns:
+        float32 `(B,)`.
+    """
+    alignments = ops.cast(alignments, "float32")
+    coverage = ops.cumsum(alignments, axis=1) - alignments
+    per_step = ops.sum(ops.minimum(alignments, coverage), axis=-1)
+    return _per_example_mean(per_step, ops.sum(alignments, axis=-1) > 0)
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class AlignmentLoss(keras.losses.Loss):
+    """Supervised attention: cross-entropy between the alignments and ground-truth positions.
+
+    `y_true`: int `(B, T)` positions (`-1` where none); `y_pred`: the
+    alignments `(B, T, S)`. Per example the mean over steps with a position
+    of `-log(a[t, y_true_t] + epsilon)`.
+
+    Example:
+
+    >>> loss = AlignmentLoss()
+    >>> loss([[1, -1]], [[[0.2, 0.8], [0.5, 0.5]]])  # -log(0.8)
+
+    Reference:
+        Liu et al., 2016, "Neural Machine Translation with Supervised
+        Attention"; Mi et al., 2016, "Supervised Attentions for Neural
+        Machine Translation".
+    """
+
+    def __init__(self, epsilon=1e-7, name="alignment_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.epsilon = epsilon
+
+    def call(self, y_true, y_pred):
+        return alignment_loss(y_true, y_pred, self.epsilon)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class CoverageLoss(keras.losses.Loss):
+    """The coverage loss of See et al. (2017): `sum_t sum_i min(a_t,i, c_t,i)` per example,
+    averaged over its attending steps. `y_true` is ignored (pass anything of batch size B).
+
+    Example:
+
+    >>> CoverageLoss()(None, [[[1.0, 0.0], [1.0, 0.0]]])  # attends position 0 twice: 1 / 2
+    """
+
+    def __init__(self, name="coverage_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        return coverage_loss(y_pred)

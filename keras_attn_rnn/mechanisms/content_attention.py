@@ -1,0 +1,64 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn import scores
+from keras_attn_rnn.mechanisms.mechanism import Mechanism
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class ContentAttention(Mechanism):
+    """Content-based attention: `a = normalizer(score(query, keys))`, no state.
+
+    What `AttentionDecoder(score=...)` builds: `ContentAttention("additive",
+    units)` is tfa's `BahdanauAttention`, `ContentAttention("general")` its
+    `LuongAttention`, and with `normalizer="hardmax"` its
+    `LuongAttention(probability_fn="hardmax")`.
+
+    Args:
+        score: a score name (`"dot"`, `"scaled_dot"`, `"general"`,
+            `"additive"`, `"tanh_dot"`) or a `scores.Score` instance (an
+            unbuilt one is copied under the name `score`).
+        units: hidden size of `score="additive"` (default: the memory size).
+        normalizer: `"softmax"`, `"hardmax"`, `"sparsemax"`, `"entmax15"` or
+            a function `(scores, axis) -> weights`.
+
+    Call arguments:
+        query: `(B, d_q)`, the decoder's cell output.
+        prepared_keys: `prepare_keys(memory)`.
+        memory: `(B, S, d_m)`.
+        memory_mask: `(B, S)` bool, or None.
+        state: `{}`.
+
+    Returns:
+        float32 alignments `(B, S)` (exact zeros on masked keys) and `{}`.
+
+    Example:
+
+    >>> decoder = AttentionDecoder(
+    ...     keras.layers.LSTMCell(8), attention=ContentAttention("general", normalizer="sparsemax"))
+
+    Reference:
+        Bahdanau et al., 2015; Luong et al., 2015.
+    """
+
+    def __init__(self, score="additive", units=None, normalizer="softmax", **kwargs):
+        scores.check_units(score, units, "query size")
+        super().__init__(normalizer=normalizer, **kwargs)
+        self.score = scores.serialize(score)  # config form; the layer is score_layer
+        self.units = units
+        self.score_layer = scores.role_named(score, units=units, dtype=self.dtype_policy)
+
+    def build(self, query_shape, memory_shape):
+        self.score_layer.build_for((None, 1, query_shape[-1]), tuple(memory_shape))
+
+    def prepare_keys(self, memory):
+        return self.score_layer.prepare_keys(memory)
+
+    def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
+        raw = self.score_layer.pairwise(
+            self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
+        )
+        return self.normalize(ops.squeeze(raw, 1), memory_mask), {}
+
+    def get_config(self):
+        return {**super().get_config(), "score": self.score, "units": self.units}

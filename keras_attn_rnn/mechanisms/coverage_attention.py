@@ -1,0 +1,85 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn.layers import _common
+from keras_attn_rnn.mechanisms.mechanism import Mechanism
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class CoverageAttention(Mechanism):
+    """Additive attention with a coverage vector (See et al., 2017, pointer-generator).
+
+    `e_i = v . tanh(W_s q + W_h k_i + w_c c_i [+ b])` with the coverage
+    `c_t = sum_{tau < t} a_tau` (zeros at the first step): the score knows
+    how much attention each position already received, which discourages
+    attending to it again (and so repetition). The coverage loss
+    `sum_t sum_i min(a_t,i, c_t,i)` is `keras_attn_rnn.losses.CoverageLoss`
+    over the decoder's alignment history.
+
+    Weights: `query_kernel (d_q, units)` (`W_s`), `key_kernel (d_m, units)`
+    (`W_h`), `coverage_kernel (units,)` (`w_c`), `v (units,)`, and `b
+    (units,)` with `use_bias`.
+
+    Args:
+        units: size of the hidden layer.
+        use_bias: add `b` inside the tanh.
+        normalizer: `"softmax"` or another name of `normalizers.names()`.
+
+    Returns (call):
+        float32 alignments `(B, S)` and the state `{"coverage"}` (the sum of
+        the alignments so far, this step's included).
+
+    Example:
+
+    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=CoverageAttention(16))
+
+    Reference:
+        See et al., 2017, "Get To The Point: Summarization with
+        Pointer-Generator Networks"; Tu et al., 2016, "Modeling Coverage for
+        Neural Machine Translation".
+    """
+
+    def __init__(self, units, use_bias=True, normalizer="softmax", **kwargs):
+        _common.check_positive_int("units", units, allow_none=False)
+        super().__init__(normalizer=normalizer, **kwargs)
+        self.units = units
+        self.use_bias = use_bias
+
+    def build(self, query_shape, memory_shape):
+        units = self.units
+        self.query_kernel = self.add_weight(
+            name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
+        )
+        self.key_kernel = self.add_weight(
+            name="key_kernel", shape=(memory_shape[-1], units), initializer="glorot_uniform"
+        )
+        self.coverage_kernel = self.add_weight(
+            name="coverage_kernel", shape=(units,), initializer="glorot_uniform"
+        )
+        self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
+        if self.use_bias:
+            self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
+
+    def _w(self, variable):
+        return ops.cast(variable, self.compute_dtype)
+
+    def prepare_keys(self, memory):
+        keys = ops.matmul(memory, self._w(self.key_kernel))
+        return keys + self._w(self.b) if self.use_bias else keys
+
+    def initial_state(self, keys, memory_mask):
+        return {"coverage": ops.zeros(ops.shape(keys)[:2], "float32")}
+
+    def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
+        coverage = state["coverage"]
+        processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)
+        covered = ops.expand_dims(ops.cast(coverage, self.compute_dtype), -1) * self._w(
+            self.coverage_kernel
+        )
+        hidden = ops.tanh(processed_query + prepared_keys + covered)
+        scores = ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._w(self.v), -1)), -1)
+        alignments = self.normalize(scores, memory_mask)
+        return alignments, {"coverage": coverage + alignments}
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "use_bias": self.use_bias}

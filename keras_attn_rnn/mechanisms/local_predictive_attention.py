@@ -1,0 +1,107 @@
+import keras
+from keras import ops
+
+from keras_attn_rnn import scores
+from keras_attn_rnn.layers import _common
+from keras_attn_rnn.mechanisms.mechanism import Mechanism
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class LocalPredictiveAttention(Mechanism):
+    """Luong's local-p attention: a predicted centre and a Gaussian window around it.
+
+    Each step predicts where to look, `p_t = L * sigmoid(v_p . tanh(W_p q))`
+    (`L` each row's true memory length), attends with `score` to the
+    positions within `window` of `p_t` only, and multiplies those weights by
+    `exp(-(s - p_t)^2 / (2 (window / 2)^2))`. Weights outside the window are
+    exactly 0, and the weights sum to at most 1.
+
+    Weights: the score's, `position_kernel (d_q, position_units)` (`W_p`)
+    and `position_v (position_units,)` (`v_p`).
+
+    Args:
+        score: a score name or a `scores.Score` instance (Luong used
+            `"general"`).
+        window: the half-width `D` of the window, a positive int.
+        units: hidden size of `score="additive"`.
+        position_units: size of the position predictor (default: the query
+            size).
+        normalizer: `"softmax"` or another name of `normalizers.names()`.
+
+    Returns (call):
+        float32 alignments `(B, S)` and `{}`.
+
+    Example:
+
+    >>> decoder = AttentionDecoder(
+    ...     keras.layers.LSTMCell(8), attention=LocalPredictiveAttention("general", window=3))
+
+    Reference:
+        Luong et al., 2015, "Effective Approaches to Attention-based Neural
+        Machine Translation", section 3.2.
+    """
+
+    def __init__(
+        self,
+        score="general",
+        window=10,
+        units=None,
+        position_units=None,
+        normalizer="softmax",
+        **kwargs,
+    ):
+        scores.check_units(score, units, "query size")
+        _common.check_positive_int("window", window, allow_none=False)
+        _common.check_positive_int("position_units", position_units)
+        super().__init__(normalizer=normalizer, **kwargs)
+        self.score = scores.serialize(score)
+        self.window = window
+        self.units = units
+        self.position_units = position_units
+        self.score_layer = scores.role_named(score, units=units, dtype=self.dtype_policy)
+
+    def build(self, query_shape, memory_shape):
+        self.score_layer.build_for((None, 1, query_shape[-1]), tuple(memory_shape))
+        size = self.position_units or query_shape[-1]
+        self.position_kernel = self.add_weight(
+            name="position_kernel", shape=(query_shape[-1], size), initializer="glorot_uniform"
+        )
+        self.position_v = self.add_weight(
+            name="position_v", shape=(size,), initializer="glorot_uniform"
+        )
+
+    def prepare_keys(self, memory):
+        return self.score_layer.prepare_keys(memory)
+
+    def position(self, query, memory_mask, length):
+        """The predicted centre `p_t` `(B,)` float32, in `[0, L]`."""
+        hidden = ops.tanh(ops.matmul(query, ops.cast(self.position_kernel, self.compute_dtype)))
+        gate = ops.sigmoid(
+            ops.cast(ops.matmul(hidden, ops.cast(self.position_v, self.compute_dtype)), "float32")
+        )
+        if memory_mask is None:
+            lengths = ops.cast(length, "float32")
+        else:
+            lengths = ops.sum(ops.cast(memory_mask, "float32"), axis=-1)
+        return lengths * gate
+
+    def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
+        length = ops.shape(prepared_keys)[1]
+        centre = ops.expand_dims(self.position(query, memory_mask, length), -1)  # (B, 1)
+        distance = ops.cast(ops.arange(length), "float32")[None, :] - centre  # (B, S)
+        inside = ops.less_equal(ops.abs(distance), float(self.window))
+        raw = self.score_layer.pairwise(
+            self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
+        )
+        weights = self.normalize(ops.squeeze(raw, 1), memory_mask, inside)
+        sigma = self.window / 2.0
+        return weights * ops.exp(-ops.square(distance) / (2.0 * sigma * sigma)), {}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "score": self.score,
+            "window": self.window,
+            "units": self.units,
+            "position_units": self.position_units,
+        }
