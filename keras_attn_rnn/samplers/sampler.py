@@ -4,15 +4,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _keras_compat
+from keras_attn_rnn import _random
 
 # Log-probability of impossible continuations: finite, far below any sum of
 # real log-probabilities (even of logits scaled by 1e9), never NaN.
 IMPOSSIBLE = -1e30
 
 _NUMBERS = (int, float, np.integer, np.floating)
-# Seeds of the draws within one step: [seed, step + draw * _DRAW_STRIDE] (any step < stride).
-_DRAW_STRIDE = 1_000_003
 
 
 def check_number(name, value):
@@ -124,7 +122,8 @@ class Sampler:
         """`get_next_token` on tempered logits (argmax at temperature 0), as int32."""
         if self.temperature == 0:
             return ops.cast(ops.argmax(logits, axis=-1), "int32")
-        token = self.get_next_token(logits / self.temperature, _StepSeed(seed, step))
+        step_seed = _random.TensorSeed(ops.stack([ops.cast(seed, "int32"), step]))
+        token = self.get_next_token(logits / self.temperature, step_seed)
         return ops.cast(token, "int32")
 
     def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
@@ -182,19 +181,3 @@ def gumbel_noise(shape, seed):
     """Gumbel(0, 1) noise: `argmax(logits + noise)` samples from `softmax(logits)`."""
     uniform = keras.random.uniform(shape, minval=1e-20, maxval=1.0, seed=seed)
     return -ops.log(-ops.log(uniform))
-
-
-class _StepSeed(keras.random.SeedGenerator):
-    """The seed of one step as a `SeedGenerator`, derived from the generation seed and the step.
-
-    Keras's random ops take an int or a `SeedGenerator`; inside a compiled loop
-    the seed must be a tensor. Draw `i` of a step gets `[seed, step + i * stride]`.
-    """
-
-    def __init__(self, seed, step):  # no state variable: nothing to update in the loop
-        self._seed, self._step, self._draws = seed, step, 0
-
-    def next(self, ordered=True):
-        offset = self._step + self._draws * _DRAW_STRIDE
-        self._draws += 1
-        return ops.cast(ops.stack([self._seed, offset]), _keras_compat.random_seed_dtype())
