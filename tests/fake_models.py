@@ -20,14 +20,18 @@ class TableModel:
     exercised.
     """
 
-    def __init__(self, table, start_table=None):
+    def __init__(self, table, attention_table=None):
         self.table = np.asarray(table, "float32")
-        self.start_table = start_table
+        # with `attention_table` (V, S'): the attention behind the next logits is its row
+        # of the last token (a fixed lattice for the coverage penalty)
+        self.attention_table = attention_table
         self.output_vocab_size = self.table.shape[0]
         self.calls = 0
 
     def _out(self, token, step):
         logits = ops.take(ops.convert_to_tensor(self.table), token, axis=0)
+        if self.attention_table is not None:
+            return logits, ops.take(ops.convert_to_tensor(self.attention_table), token, axis=0)
         weights = ops.one_hot(step % S, S)
         return logits, weights
 

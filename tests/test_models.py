@@ -208,6 +208,40 @@ def test_seq2seq_generation_equals_rerunning_and_ignores_batching(decoder):
     np.testing.assert_array_equal(beam.tokens, result.tokens)
 
 
+MECHANISM_OPTIONS = {
+    "monotonic": {"mechanism": "monotonic", "score": "general", "mode": "parallel"},
+    "monotonic_hard": {"mechanism": "monotonic", "score": "general", "mode": "hard"},
+    "location": {"mechanism": "location", "units": 5, "filters": 2, "kernel_size": 3},
+    "coverage": {"mechanism": "coverage", "units": 5},
+    "local_p": {"mechanism": "local_p", "score": "general", "window": 2},
+    "sparsemax": {"score": "additive", "normalizer": "sparsemax"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISM_OPTIONS))
+def test_seq2seq_with_each_mechanism_caches_generates_and_beams(name):
+    """Every mechanism's state is carried by the cache: steps equal teacher forcing, beam
+    search of width 1 equals greedy token for token (state tiled and reordered)."""
+    model = tiny_seq2seq(attention=MECHANISM_OPTIONS[name], attention_layer_size=5)
+    target = ids((3, 4), 9, seed=3)
+    target[:, 0] = 1
+    full, alignments = to_numpy(model([SOURCE, target], return_attention_scores=True))
+    logits, step_alignments, cache = model.init_cache(SOURCE, start_id=1)
+    for t in range(4):
+        if t:
+            logits, step_alignments, cache = model.next_logits(target[:, t], cache)
+        np.testing.assert_allclose(to_numpy(logits), full[:, t], atol=ATOL)
+        np.testing.assert_allclose(to_numpy(step_alignments), alignments[:, t], atol=ATOL)
+    greedy = generate(model, SOURCE, 5, start_id=1, eos_id=2)
+    beam = generate(model, SOURCE, 5, sampler="beam", beam_width=1, start_id=1, eos_id=2)
+    np.testing.assert_array_equal(beam.tokens, greedy.tokens)
+    np.testing.assert_allclose(beam.attention, greedy.attention, atol=ATOL)
+    wide = generate(model, SOURCE, 5, sampler="beam", beam_width=3, start_id=1, eos_id=2)
+    assert wide.tokens.shape == (3, 5) and np.all(wide.scores >= greedy.scores - 1e-4)
+    clone = models.Seq2Seq.from_config(model.get_config())
+    assert clone.get_config() == model.get_config()
+
+
 def test_generation_rejects_ids_outside_the_source_vocabulary():
     with pytest.raises(ValueError, match=r"token ids in \[0, 11\).*Received: prompts"):
         generate(tiny_seq2seq(), [[3, 11]], 3, start_id=1)
@@ -249,6 +283,22 @@ def test_config_round_trip(model):
         (lambda: tiny_lm(attention={"window": 0}), r"window'\] must be .* Received"),
         (lambda: tiny_seq2seq(decoder="tfa"), r"decoder must be one of .* Received: decoder="),
         (lambda: tiny_seq2seq(bidirectional="yes"), r"bidirectional must be True or False"),
+        (
+            lambda: tiny_seq2seq(attention={"mechanism": "monotone"}),
+            r"mechanism must be one of 'content', .*Received: mechanism='monotone'",
+        ),
+        (
+            lambda: tiny_seq2seq(decoder="luong", attention={"mechanism": "coverage"}),
+            r"mechanism='content' only.*Received: attention\['mechanism'\]='coverage'",
+        ),
+        (
+            lambda: tiny_seq2seq(attention={"mechanism": "monotonic", "window": 3}),
+            r"attention\['window'\] is not an option of mechanism 'monotonic'.*Received",
+        ),
+        (
+            lambda: tiny_lm(attention={"normalizer": "sparse"}),
+            r"normalizer must be one of .*Received: normalizer='sparse'",
+        ),
         (
             lambda: models.AttentiveClassifier(20, 3, attention={"query": "fixed"}),
             r"query_value.*Received: query_value=None",

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 from fake_models import PROMPTS, TableModel, V, log_softmax_rows, random_table
+from helpers import to_numpy
 from keras import ops
 
 from keras_attn_rnn import generation, samplers
@@ -124,3 +125,52 @@ def test_an_instance_decodes_as_its_name(name, kwargs):
 def test_sampler_arguments_are_checked_before_decoding(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def coverage_reference(accumulated):
+    """GNMT's coverage penalty, as tfa computes it: sum_i log(min(acc_i, 1)), acc_i = 0 ignored."""
+    accumulated = np.where(accumulated == 0, 1.0, accumulated)
+    return np.log(np.minimum(accumulated, 1.0)).sum(-1)
+
+
+def test_coverage_penalty_matches_its_formula_and_picks_the_covering_beam():
+    from keras_attn_rnn.samplers.beam_sampler import coverage_penalty
+
+    acc = np.array([[0.6, 0.6, 0.2, 0.0], [1.0, 1.5, 0.0, 0.0], [0.3, 0.0, 0.0, 2.0]], "float32")
+    np.testing.assert_allclose(to_numpy(coverage_penalty(acc)), coverage_reference(acc), atol=1e-6)
+
+    # From 1: token 2 (p 0.55) or 3 (p 0.45), then EOS (6). The path through 2 leaves the
+    # source under-attended (weights 0.1, 0.1, 0.2), the path through 3 covers it (0.5, 0.5).
+    table = np.full((V, V), -30.0, "float32")
+    table[1, 2], table[1, 3] = np.log(0.55), np.log(0.45)
+    table[2, 6] = table[3, 6] = 0.0
+    table[6, 1] = 0.0
+    attention = np.zeros((V, 3), "float32")
+    attention[1] = [0.5, 0.5, 0.0]  # behind the first token
+    attention[2] = [0.1, 0.1, 0.2]
+    attention[3] = [0.5, 0.5, 0.0]
+    model = TableModel(table, attention_table=attention)
+    log_probs = log_softmax_rows(table)
+    paths = {2: log_probs[1, 2] + log_probs[2, 6], 3: log_probs[1, 3] + log_probs[3, 6]}
+    covered = {2: attention[1] + attention[2], 3: attention[1] + attention[3]}
+
+    plain = generate(model, [[1]], 4, sampler=samplers.BeamSampler(2), eos_id=6)
+    np.testing.assert_array_equal(plain.tokens, [[2, 6, 0, 0]])
+    np.testing.assert_allclose(plain.scores, [paths[2]], atol=1e-5)
+    weighted = generate(
+        model, [[1]], 4, sampler=samplers.BeamSampler(2, coverage_penalty_weight=1.0), eos_id=6
+    )
+    np.testing.assert_array_equal(weighted.tokens, [[3, 6, 0, 0]])
+    expected = {t: paths[t] + coverage_reference(covered[t]) for t in (2, 3)}
+    assert expected[3] > expected[2]
+    np.testing.assert_allclose(weighted.scores, [expected[3]], atol=1e-5)
+    both = generate(
+        model,
+        [[1]],
+        4,
+        sampler=samplers.BeamSampler(2, num_beams_returned=2, coverage_penalty_weight=1.0),
+        eos_id=6,
+    )
+    np.testing.assert_allclose(both.scores, [[expected[3], expected[2]]], atol=1e-5)
+    with pytest.raises(ValueError, match=r"coverage_penalty_weight must be >= 0.*Received"):
+        samplers.BeamSampler(coverage_penalty_weight=-1.0)

@@ -21,8 +21,11 @@ __all__ = [
     "LocationSensitiveAttention",
     "Mechanism",
     "MonotonicAttention",
+    "check_name",
+    "class_for",
     "get",
     "names",
+    "serialize",
 ]
 
 # The names of `model.attention.mechanism` in the runner's configs and of `get`.
@@ -40,19 +43,30 @@ def names():
     return tuple(_CLASSES)
 
 
+def class_for(name):
+    """The `Mechanism` subclass registered under `name`."""
+    check_name(name)
+    return _CLASSES[name]
+
+
+def check_name(identifier):
+    """Raises a `ValueError` unless `identifier` is a registered mechanism name."""
+    if isinstance(identifier, str) and identifier in _CLASSES:
+        return
+    choices = ", ".join(repr(name) for name in _CLASSES)
+    raise ValueError(
+        f"mechanism must be one of {choices} or a `keras_attn_rnn.mechanisms.Mechanism`. "
+        f"Received: mechanism={identifier!r}"
+    )
+
+
 def get(identifier, **kwargs):
     """A mechanism from a name (`get("monotonic", score="general")`), a config, or an instance."""
     if isinstance(identifier, Mechanism):
         return identifier
     if isinstance(identifier, dict):
         return keras.saving.deserialize_keras_object(identifier)
-    if not (isinstance(identifier, str) and identifier in _CLASSES):
-        choices = ", ".join(repr(name) for name in _CLASSES)
-        raise ValueError(
-            f"mechanism must be one of {choices} or a `keras_attn_rnn.mechanisms.Mechanism`. "
-            f"Received: mechanism={identifier!r}"
-        )
-    return _CLASSES[identifier](**kwargs)
+    return class_for(identifier)(**kwargs)
 
 
 def serialize(mechanism):

@@ -1,9 +1,11 @@
 """Argument checks, RNN construction and cache helpers shared by the ready models."""
 
+import inspect
+
 import keras
 from keras import ops
 
-from keras_attn_rnn import scores
+from keras_attn_rnn import mechanisms, normalizers, scores
 from keras_attn_rnn.layers import _common
 
 RNN_KINDS = ("lstm", "gru")
@@ -46,7 +48,36 @@ def attention_options(attention, defaults):
         options["score"] = defaults["score"]
     scores.get(options["score"])  # raises the score error for unknown names
     _common.check_positive_int("attention['units']", options.get("units"))
+    if "normalizer" in options:
+        normalizers.get(options["normalizer"])
+    if "mechanism" in options:
+        mechanisms.check_name(options["mechanism"])
     return options
+
+
+def make_mechanism(options, defaults, units, dtype, name):
+    """The `AttentionDecoder` mechanism of a model's attention options.
+
+    Options the chosen mechanism does not take must keep their defaults;
+    `units` is the mechanism's size when it needs one and none is given.
+    """
+    cls = mechanisms.class_for(options["mechanism"])
+    accepted = inspect.signature(cls.__init__).parameters
+    kwargs = {}
+    for key, value in options.items():
+        if key == "mechanism" or value is None:
+            continue
+        if key in accepted:
+            kwargs[key] = value
+        elif value != defaults[key]:
+            raise ValueError(
+                f"attention[{key!r}] is not an option of mechanism {options['mechanism']!r} "
+                f"(it takes {sorted(k for k in accepted if k not in ('self', 'kwargs'))}). "
+                f"Received: attention={options!r}"
+            )
+    if "units" in accepted and accepted["units"].default is inspect.Parameter.empty:
+        kwargs.setdefault("units", units)
+    return cls(**kwargs, dtype=dtype, name=name)
 
 
 def serialize_attention(options):

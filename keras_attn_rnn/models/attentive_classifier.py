@@ -5,7 +5,13 @@ from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 
-_ATTENTION_DEFAULTS = {"score": "tanh_dot", "query": "learned", "units": None, "query_value": None}
+_ATTENTION_DEFAULTS = {
+    "score": "tanh_dot",
+    "query": "learned",
+    "units": None,
+    "query_value": None,
+    "normalizer": "softmax",
+}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -22,8 +28,8 @@ class AttentiveClassifier(AttentiveModel):
         num_layers: number of stacked RNN layers.
         attention: dict with `score` (default `"tanh_dot"`), `query`
             (`"learned"` or `"fixed"`), `units` (size of the query) and
-            `query_value` (the constant query for `query="fixed"`), passed
-            to `AttentionPooling`.
+            `query_value` (the constant query for `query="fixed"`) and
+            `normalizer` (default `"softmax"`), passed to `AttentionPooling`.
         dropout: dropout rate on the embeddings, between RNN layers and on
             the pooled vector.
 
@@ -101,6 +107,7 @@ class AttentiveClassifier(AttentiveModel):
             units=options["units"],
             query=options["query"],
             query_value=options["query_value"],
+            normalizer=options["normalizer"],
             dtype=dtype,
             name="attention_pooling",
         )

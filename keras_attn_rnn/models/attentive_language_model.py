@@ -6,7 +6,7 @@ from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 
-_ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None}
+_ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None, "normalizer": "softmax"}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -25,7 +25,8 @@ class AttentiveLanguageModel(AttentiveModel):
         num_layers: number of stacked RNN layers.
         attention: dict with `score` (any score name or instance, default
             `"dot"`), `units` (hidden size of `score="additive"`) and
-            `window` (attend only to the last `window + 1` positions).
+            `window` (attend only to the last `window + 1` positions) and
+            `normalizer` (default `"softmax"`).
         dropout: dropout rate on the embeddings, between RNN layers and
             before the output layer.
 
@@ -102,6 +103,7 @@ class AttentiveLanguageModel(AttentiveModel):
         self.self_attention = SequenceAttention(
             score=options["score"],
             window=options["window"],
+            normalizer=options["normalizer"],
             dtype=dtype,
             name="self_attention",
             **attention_kwargs,

@@ -7,7 +7,20 @@ from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 
 DECODERS = ("bahdanau", "luong")
-_ATTENTION_DEFAULTS = {"score": "additive", "units": None}
+_ATTENTION_DEFAULTS = {
+    "mechanism": "content",
+    "score": "additive",
+    "units": None,
+    "normalizer": "softmax",
+    # options of the stateful mechanisms (None: the mechanism's default)
+    "mode": None,
+    "sigmoid_noise": None,
+    "score_bias_init": None,
+    "filters": None,
+    "kernel_size": None,
+    "cumulative": None,
+    "window": None,
+}
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -36,8 +49,15 @@ class Seq2Seq(AttentiveModel):
         rnn: `"lstm"` or `"gru"`.
         bidirectional: bidirectional encoder.
         decoder: `"bahdanau"` or `"luong"`.
-        attention: dict with `score` (default `"additive"`) and `units`
-            (hidden size of `score="additive"`).
+        attention: dict with `mechanism` (`"content"` (default),
+            `"monotonic"`, `"location"`, `"coverage"` or `"local_p"`: the
+            classes of `keras_attn_rnn.mechanisms`), `score` (default
+            `"additive"`), `units` (hidden size of `score="additive"`, or of
+            the location and coverage mechanisms: default the RNN size),
+            `normalizer` (default `"softmax"`), and the chosen mechanism's
+            own options (`mode`, `sigmoid_noise`, `score_bias_init`;
+            `filters`, `kernel_size`, `cumulative`; `window`). `"luong"`
+            takes content attention only.
         attention_layer_size: size of the attention layer; for `"bahdanau"`
             `None` uses the context itself, for `"luong"` it defaults to
             `units`.
@@ -105,6 +125,12 @@ class Seq2Seq(AttentiveModel):
         _common.check_positive_int("attention_layer_size", attention_layer_size)
         _common.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
+        if decoder == "luong" and options["mechanism"] != "content":
+            raise ValueError(
+                "decoder='luong' attends in parallel after the decoder RNN, so it takes "
+                "mechanism='content' only; use decoder='bahdanau' for a stateful mechanism. "
+                f"Received: attention['mechanism']={options['mechanism']!r}"
+            )
         super().__init__(**kwargs)
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
@@ -139,25 +165,30 @@ class Seq2Seq(AttentiveModel):
                 keras.layers.Dense(units, activation="tanh", dtype=dtype, name=f"bridge_{part}")
                 for part in (("h", "c") if rnn == "lstm" else ("h",))
             ]
-        attention_kwargs = {"units": options["units"]} if options["units"] else {}
         if decoder == "bahdanau":
             self.attention_decoder = AttentionDecoder(
                 _utils.make_cell(rnn, units, "decoder_cell", dtype),
-                score=options["score"],
+                attention=_utils.make_mechanism(
+                    options, _ATTENTION_DEFAULTS, units, dtype, f"{options['mechanism']}_attention"
+                ),
                 attention_layer_size=attention_layer_size,
                 output_attention=True,
                 input_feeding=True,
                 return_sequences=True,
                 dtype=dtype,
                 name="attention_decoder",
-                **attention_kwargs,
             )
         else:
             self.decoder_rnn = _utils.make_rnn(
                 rnn, units, "decoder", dtype, return_sequences=True, return_state=True
             )
+            attention_kwargs = {"units": options["units"]} if options["units"] else {}
             self.cross_attention = SequenceAttention(
-                score=options["score"], dtype=dtype, name="cross_attention", **attention_kwargs
+                score=options["score"],
+                normalizer=options["normalizer"],
+                dtype=dtype,
+                name="cross_attention",
+                **attention_kwargs,
             )
             self.attention_layer = keras.layers.Dense(
                 attention_layer_size or units,

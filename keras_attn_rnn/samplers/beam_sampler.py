@@ -15,7 +15,11 @@ class BeamSampler(Sampler):
     """Beam search: keeps the `beam_width` best partial sequences at every step.
 
     Beams are ranked by their summed log-probability divided by the GNMT
-    length penalty `((5 + length) / 6) ** length_penalty`. The model's cache
+    length penalty `((5 + length) / 6) ** length_penalty`, plus, for beams
+    that have finished, the GNMT coverage penalty `coverage_penalty_weight *
+    sum_i log(min(sum_t a_t,i, 1))` over the source positions `i` the beam
+    ever attended (`a_t` the alignments behind its tokens; tfa's
+    `BeamSearchDecoder(coverage_penalty_weight=...)`). The model's cache
     is repeated `beam_width` times along the batch axis and reordered as
     beams are chosen; sequences are recovered by one backtrack over the
     per-step parent pointers at the end (tfa's `gather_tree`), so no step
@@ -27,6 +31,9 @@ class BeamSampler(Sampler):
             sum of log-probabilities.
         num_beams_returned: how many of the best beams to return (then
             `generate` returns `(B, n, max_length)` tokens, best first).
+        coverage_penalty_weight: `beta` of the coverage penalty; `0` (the
+            default) turns it off. Meant for sequence-to-sequence models,
+            whose alignments cover the source.
 
     Example:
 
@@ -37,18 +44,22 @@ class BeamSampler(Sampler):
         Wu et al., 2016, "Google's Neural Machine Translation System".
     """
 
-    def __init__(self, beam_width=4, length_penalty=0.0, num_beams_returned=1):
+    def __init__(
+        self, beam_width=4, length_penalty=0.0, num_beams_returned=1, coverage_penalty_weight=0.0
+    ):
         self.check_arguments(
             {
                 "beam_width": beam_width,
                 "length_penalty": length_penalty,
                 "num_beams_returned": num_beams_returned,
+                "coverage_penalty_weight": coverage_penalty_weight,
             }
         )
         super().__init__()
         self.beam_width = int(beam_width)
         self.length_penalty = float(length_penalty)
         self.num_beams_returned = int(num_beams_returned)
+        self.coverage_penalty_weight = float(coverage_penalty_weight)
 
     @classmethod
     def check_arguments(cls, arguments, vocabulary_size=None):
@@ -62,18 +73,39 @@ class BeamSampler(Sampler):
                 f"Received: num_beams_returned={returned!r}"
             )
         check_number("length_penalty", arguments.get("length_penalty", 0.0))
+        weight = arguments.get("coverage_penalty_weight", 0.0)
+        check_number("coverage_penalty_weight", weight)
+        if weight < 0:
+            raise ValueError(
+                "coverage_penalty_weight must be >= 0 (0 turns the penalty off). "
+                f"Received: coverage_penalty_weight={weight!r}"
+            )
 
     def get_config(self):
         return {
             "beam_width": self.beam_width,
             "length_penalty": self.length_penalty,
             "num_beams_returned": self.num_beams_returned,
+            "coverage_penalty_weight": self.coverage_penalty_weight,
         }
 
     def _penalty(self, lengths):
         if self.length_penalty == 0:
             return ops.ones(ops.shape(lengths), "float32")
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, self.length_penalty)
+
+    def score(self, log_probs, lengths, accumulated, finished):
+        """Beam scores: `log_probs / length penalty` (+ the coverage penalty of finished beams).
+
+        `log_probs`, `lengths`, `finished`: `(B, W)`; `accumulated`: `(B, W, S)`
+        summed alignments.
+        """
+        scores = log_probs / self._penalty(lengths)
+        if self.coverage_penalty_weight == 0:
+            return scores
+        return scores + self.coverage_penalty_weight * coverage_penalty(accumulated) * ops.cast(
+            finished, "float32"
+        )
 
     def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
         width = self.beam_width
@@ -94,24 +126,56 @@ class BeamSampler(Sampler):
         parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
         history = ops.zeros((max_length, batch, width, source), "float32")
         lengths = ops.zeros((batch, width), "int32")
+        accumulated = ops.zeros((batch, width, source), "float32")
         finished = ops.zeros((batch, width), "bool")
         # A finished beam continues only with padding, at no cost.
         pad_only = ops.where(ops.equal(ops.arange(vocab), 0), 0.0, IMPOSSIBLE)
         offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
         step = ops.convert_to_tensor(0, "int32")
-        state = (step, logits, weights, cache, log_probs, tokens, parents, history, lengths)
+        state = (
+            step,
+            logits,
+            weights,
+            cache,
+            log_probs,
+            tokens,
+            parents,
+            history,
+            lengths,
+            accumulated,
+        )
 
         def cond(*loop):
             step, finished = loop[0], loop[-1]
             return ops.logical_and(ops.less(step, max_length), ops.logical_not(ops.all(finished)))
 
-        def body(step, logits, weights, cache, log_probs, tokens, parents, history, lengths, done):
+        def body(
+            step,
+            logits,
+            weights,
+            cache,
+            log_probs,
+            tokens,
+            parents,
+            history,
+            lengths,
+            covered,
+            done,
+        ):
+            attention = ops.reshape(ops.cast(weights, "float32"), (batch, width, source))
+            # tfa: the alignments behind this step's logits count for beams still running
+            covered = covered + attention * ops.expand_dims(ops.cast(~done, "float32"), -1)
             step_log_probs = ops.log_softmax(without_padding(logits), axis=-1)
             step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
             step_log_probs = ops.where(ops.expand_dims(done, -1), pad_only, step_log_probs)
             candidates = ops.expand_dims(log_probs, -1) + step_log_probs
             candidate_lengths = lengths + ops.cast(ops.logical_not(done), "int32")
-            ranked = candidates / ops.expand_dims(self._penalty(candidate_lengths), -1)
+            ranked = self.score(
+                candidates,
+                ops.expand_dims(candidate_lengths, -1),
+                ops.expand_dims(covered, 2),
+                ops.expand_dims(done, -1),
+            )
             _, best = ops.top_k(ops.reshape(ranked, (batch, width * vocab)), width)
             parent = ops.cast(best // vocab, "int32")
             token = ops.cast(best % vocab, "int32")
@@ -127,10 +191,10 @@ class BeamSampler(Sampler):
             flat_parent = ops.reshape(offsets + parent, (-1,))
             tokens = ops.slice_update(tokens, [step, 0, 0], ops.expand_dims(token, 0))
             parents = ops.slice_update(parents, [step, 0, 0], ops.expand_dims(parent, 0))
-            kept = ops.reshape(
-                ops.take(ops.cast(weights, "float32"), flat_parent, axis=0), (batch, width, source)
-            )
+            rows = ops.broadcast_to(ops.expand_dims(parent, -1), (batch, width, source))
+            kept = ops.take_along_axis(attention, rows, axis=1)
             kept = ops.where(ops.expand_dims(parent_done, -1), 0.0, kept)
+            covered = ops.take_along_axis(covered, rows, axis=1)
             history = ops.slice_update(history, [step, 0, 0, 0], ops.expand_dims(kept, 0))
             cache = keras.tree.map_structure(lambda x: ops.take(x, flat_parent, axis=0), cache)
             logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
@@ -144,17 +208,28 @@ class BeamSampler(Sampler):
                 parents,
                 history,
                 lengths,
+                covered,
                 done,
             )
 
         loop = ops.while_loop(cond, body, (*state, finished), maximum_iterations=max_length)
-        log_probs, tokens, parents, history, lengths = loop[4:9]
-        final = log_probs / self._penalty(lengths)
+        log_probs, tokens, parents, history, lengths, covered, finished = loop[4:11]
+        final = self.score(log_probs, lengths, covered, finished)
         scores, order = ops.top_k(final, self.num_beams_returned)
         tokens, history = _backtrack(tokens, parents, history, ops.cast(order, "int32"))
         if self.num_beams_returned == 1:
             return tokens[:, 0], scores[:, 0], history[:, 0]
         return tokens, scores, history
+
+
+def coverage_penalty(accumulated):
+    """GNMT's `sum_i log(min(acc_i, 1))` over the positions attended at all (`acc_i > 0`).
+
+    `accumulated`: `(..., S)` summed alignments -> `(...)`; 0 when every
+    attended position got a total weight of at least 1.
+    """
+    attended = ops.where(ops.equal(accumulated, 0.0), 1.0, accumulated)
+    return ops.sum(ops.log(ops.minimum(attended, 1.0)), axis=-1)
 
 
 def _backtrack(tokens, parents, history, beams):
