@@ -22,12 +22,10 @@ from pydantic import (
     model_validator,
 )
 
+from experiments.errors import ConfigError
+
 SCORES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
-
-
-class ConfigError(Exception):
-    """A config, an override or a task's data is invalid; the CLI exits 2."""
 
 
 class _Section(BaseModel):
@@ -233,6 +231,20 @@ class ExperimentConfig(_Section):
 
 
 # --- loading ----------------------------------------------------------------
+
+
+def configs_dir() -> Path:
+    """The folder of ready configs shipped with the package."""
+    return Path(__file__).resolve().parent / "configs"
+
+
+def resolve_config_path(name: str) -> Path:
+    """A config file path, or the name of a ready config (`demo`, `reverse.yaml`)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    ready = configs_dir() / (name if name.endswith(".yaml") else f"{name}.yaml")
+    return ready if ready.is_file() else path
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

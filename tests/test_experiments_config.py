@@ -6,7 +6,9 @@ import pytest
 from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
 
 from experiments import config as config_lib
-from experiments.cli import build_parser, configs_dir, main
+from experiments.commands import build_parser, main
+from experiments.config import configs_dir
+from experiments.training import run
 
 # (config changes, --set overrides, text the error must contain)
 BAD_CASES = {
@@ -107,15 +109,13 @@ def test_overrides_parse_values_as_yaml(tmp_path):
 def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
     import keras
 
-    from experiments import modeling, training
-
     path = write_config(
         tmp_path, TINY_TASKS["needle"], train={"epochs": 3, "lr_schedule": "cosine"}
     )
-    prepared = training.prepare(config_lib.load_config(path))
+    prepared = run.prepare(config_lib.load_config(path))
     cfg, task = prepared.cfg, prepared.task
-    model = modeling.build_model(cfg, task)
-    training.compile_model(model, cfg, task)
+    model = task.kind.build_model(cfg, task)
+    run.compile_model(model, cfg, task)
     schedule = keras.optimizers.schedules.deserialize(model.optimizer.get_config()["learning_rate"])
     last = 3 * -(-len(task.train) // cfg.train.batch_size)
     assert float(schedule(0)) == pytest.approx(cfg.train.learning_rate)

@@ -16,7 +16,7 @@ from experiments_helpers import (
     write_text_dataset,
 )
 
-from experiments.cli import main
+from experiments.commands import main
 
 TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_version"}
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri"}

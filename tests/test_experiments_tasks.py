@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from experiments_helpers import write_text_dataset
 
-from experiments import metrics
-from experiments.config import ConfigError, validate
-from experiments.tasks import build_task
-from experiments.tasks.base import END, PAD, START
+from experiments.config import validate
+from experiments.errors import ConfigError
+from experiments.tasks import build_task, kinds, metrics
+from experiments.tasks.vocab import END, PAD, START
 
 
 def _task(**task):
@@ -85,6 +85,14 @@ def test_imdb_offline_error_is_clear(monkeypatch):
     monkeypatch.setattr(keras.datasets.imdb, "load_data", offline)
     with pytest.raises(ConfigError, match="network access.*task.path"):
         _task(name="textcls", source="imdb")
+
+
+def test_task_kind_is_resolved_from_its_name():
+    task = _task(name="reverse", num_examples=20)
+    assert task.kind is kinds.get("seq2seq") and task.kind.name == "seq2seq"
+    assert kinds.names() == ("classification", "seq2seq", "lm")
+    with pytest.raises(ValueError, match="kind must be one of .*Received: kind='translation'"):
+        kinds.get("translation")
 
 
 def test_same_seed_same_data():

@@ -8,9 +8,10 @@ import mlflow
 import pytest
 from experiments_helpers import store_uri
 
-from experiments import resilient
-from experiments import spool as spool_lib
-from experiments.config import ConfigError
+from experiments.errors import ConfigError, Offline, TrackingUnavailable
+from experiments.tracking import resilient, server
+from experiments.tracking import spool as spool_lib
+from experiments.tracking.sync import sync_run
 
 
 class Flaky:
@@ -51,10 +52,10 @@ def test_link_retries_with_backoff_then_stays_offline(monkeypatch):
         calls.append(1)
         raise ConnectionError("refused")
 
-    with pytest.raises(resilient.Offline):
+    with pytest.raises(Offline):
         link.call(failing)
     assert len(calls) == 3 and sleeps == [0.5, 1.0]
-    with pytest.raises(resilient.Offline):
+    with pytest.raises(Offline):
         link.call(failing)  # offline: fails at once, no new attempt
     assert len(calls) == 3
     with pytest.raises(TypeError):  # a bug is not an outage: never spooled
@@ -126,15 +127,13 @@ def _refuse(self, *args, **kwargs):
 
 
 def test_check_server_only_checks_http_and_fails_fast():
-    resilient.check_server("sqlite:///x.db", timeout=0.1)  # local stores are not checked
+    server.check_server("sqlite:///x.db", timeout=0.1)  # local stores are not checked
     started = time.monotonic()
-    with pytest.raises(resilient.TrackingUnavailable, match="did not answer within 0.5 s"):
-        resilient.check_server("http://127.0.0.1:9", timeout=0.5)
+    with pytest.raises(TrackingUnavailable, match="did not answer within 0.5 s"):
+        server.check_server("http://127.0.0.1:9", timeout=0.5)
     assert time.monotonic() - started < 5
 
 
 def test_sync_rejects_a_malformed_run_id():
-    from experiments.sync import sync_run
-
     with pytest.raises(ConfigError, match="run_id"):
         sync_run("../../etc")

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from pydoc_data.topics import topics
 
 import numpy as np
 
-from experiments.tasks.base import Split, Task, Vocab
+from experiments.errors import ConfigError
+from experiments.tasks.split import Split
+from experiments.tasks.task import Task
+from experiments.tasks.vocab import Vocab
 
 
 def default_corpus() -> str:
     """CPython's `pydoc_data.topics` help texts, always available offline."""
-    from pydoc_data.topics import topics
-
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
@@ -64,8 +66,6 @@ def _windows(ids: np.ndarray, length: int, stride: int) -> Split:
 
 def _read_text(path: str, max_chars: int, seq_length: int) -> str:
     """At most `max_chars` characters of a UTF-8 text file, with a clear error otherwise."""
-    from experiments.config import ConfigError
-
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(max_chars)  # never more than asked, however big the file

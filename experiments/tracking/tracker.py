@@ -1,125 +1,24 @@
-"""MLflow plumbing: store location, runs, params, tags and artifacts.
-
-Everything goes through an explicit `MlflowClient` and run id, so callbacks
-never depend on which run happens to be active.
-"""
+"""`Tracker`: logging for one MLflow run, addressed by id, with a background artifact thread."""
 
 from __future__ import annotations
 
 import io
-import os
-import platform
-import subprocess
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
+import keras
+import mlflow
 import numpy as np
+import pandas as pd
+import tensorflow as tf
+from mlflow.entities import Metric, Param
 
 from experiments import config as config_lib
 
 CONFIG_ARTIFACT = "config.yaml"
-
-
-def project_root() -> Path:
-    """The source checkout holding `pyproject.toml`, else the working directory."""
-    here = Path(__file__).resolve().parents[1]
-    return here if (here / "pyproject.toml").is_file() else Path.cwd()
-
-
-def tracking_uri() -> str:
-    """`MLFLOW_TRACKING_URI`, or the project's SQLite store `mlruns/mlflow.db`."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        return uri
-    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
-
-
-def local_store_dir(uri: str) -> Path | None:
-    """Folder of a local SQLite or file store (None for remote servers)."""
-    parsed = urlparse(uri)
-    if parsed.scheme == "sqlite":
-        path = unquote(uri[len("sqlite:///") :])
-        return Path(path if path.startswith("/") else Path.cwd() / path).parent
-    if parsed.scheme in ("", "file"):
-        return Path(unquote(parsed.path))
-    return None
-
-
-def connect():
-    """Point MLflow at the store (creating a local one's folder) and return a client."""
-    import mlflow
-
-    from experiments import resilient
-
-    uri = tracking_uri()
-    resilient.configure_http(uri)
-    resilient.check_server(uri)  # remote: answers within 15 s, else exit 3
-    folder = local_store_dir(uri)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    mlflow.set_tracking_uri(uri)
-    return mlflow.MlflowClient(uri)
-
-
-def get_run(client, run_id: str):
-    """The MLflow run `run_id`, or a `ConfigError` (exit 2) naming it and the store."""
-    from experiments.config import ConfigError
-
-    try:
-        return client.get_run(run_id)
-    except Exception as err:  # noqa: BLE001 - MlflowException subclasses vary by store
-        raise ConfigError(f"run_id: no run {run_id!r} in {tracking_uri()} ({err})") from None
-
-
-def experiment_id(client, name: str) -> str:
-    """Id of experiment `name`, created with artifacts beside a local store."""
-    found = client.get_experiment_by_name(name)
-    if found is not None:
-        return found.experiment_id
-    folder = local_store_dir(tracking_uri())
-    location = (folder / "artifacts").as_uri() if folder is not None else None
-    return client.create_experiment(name, artifact_location=location)
-
-
-def checkpoint_root(cfg) -> Path:
-    """Where run checkpoints live: `train.checkpoint_dir`, else beside a local store."""
-    if cfg.train.checkpoint_dir:
-        return Path(cfg.train.checkpoint_dir).resolve()
-    folder = local_store_dir(tracking_uri())
-    return (folder if folder is not None else Path.cwd()) / "checkpoints"
-
-
-def environment_tags() -> dict[str, str]:
-    """Versions, device and git commit."""
-    import keras
-    import mlflow
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    return {
-        "git_commit": git_commit(),
-        "tensorflow_version": tf.__version__,
-        "keras_version": keras.__version__,
-        "mlflow_version": mlflow.__version__,
-        "python_version": platform.python_version(),
-        "device": ", ".join(g.name for g in gpus) if gpus else f"cpu ({os.cpu_count()} cores)",
-    }
-
-
-def git_commit() -> str:
-    """HEAD of the project checkout, or "unknown"."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=project_root(),
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 else "unknown"
+ARTIFACT_THREAD = "mlflow-artifacts"
 
 
 class Tracker:
@@ -132,15 +31,13 @@ class Tracker:
 
     def __init__(self, client, run_id: str):
         self.client, self.run_id = client, run_id
-        self._worker = None
+        self._worker: ThreadPoolExecutor | None = None
         self._pending = []
 
     def submit(self, fn, *args) -> None:
         """Run `fn(*args)` on the artifact thread (in submission order)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="mlflow-artifacts")
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix=ARTIFACT_THREAD)
         self._pending.append(self._worker.submit(fn, *args))
 
     def wait(self) -> None:
@@ -152,8 +49,6 @@ class Tracker:
             raise first
 
     def log_params(self, params: dict) -> None:
-        from mlflow.entities import Param
-
         items = [Param(k, _param_value(v)) for k, v in params.items()]
         for start in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[start : start + 100])
@@ -163,10 +58,6 @@ class Tracker:
             self.client.set_tag(self.run_id, key, str(value))
 
     def log_metrics(self, metrics: dict, step: int) -> None:
-        import time
-
-        from mlflow.entities import Metric
-
         now = int(time.time() * 1000)
         items = [
             Metric(k, float(v), now, step)
@@ -190,8 +81,6 @@ class Tracker:
 
     def log_table(self, rows: list[dict], path: str) -> None:
         """A table as JSON (MLflow table format, shown in the UI) plus a CSV copy."""
-        import pandas as pd
-
         frame = pd.DataFrame(rows)
         self.client.log_table(self.run_id, frame, path)
         self.log_text(frame.to_csv(index=False), path.rsplit(".", 1)[0] + ".csv")
@@ -209,8 +98,6 @@ class Tracker:
         self.log_text(config_lib.to_yaml(cfg), CONFIG_ARTIFACT)
 
     def download_text(self, path: str) -> str:
-        import mlflow
-
         with tempfile.TemporaryDirectory() as tmp:
             local = mlflow.artifacts.download_artifacts(
                 run_id=self.run_id, artifact_path=path, dst_path=tmp
@@ -219,10 +106,6 @@ class Tracker:
 
     def log_model(self, model) -> str:
         """Log the trained model with explicit pip requirements; return its URI."""
-        import keras
-        import mlflow
-        import tensorflow as tf
-
         requirements = [
             f"keras=={keras.__version__}",
             f"tensorflow=={tf.__version__}",

@@ -1,54 +1,13 @@
-"""Shared pieces of every task: vocabularies, splits and the Task record."""
+"""A task's data splits, and the helpers that pad, split and encode them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-PAD, START, END, UNK = 0, 1, 2, 3
-SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
-
-
-class Vocab:
-    """Token <-> id mapping; ids 0-3 are `<pad>`, `<s>`, `</s>`, `<unk>`.
-
-    Args:
-        tokens: the non-special tokens, in id order.
-        joiner: string used to join decoded tokens ("" for characters).
-    """
-
-    def __init__(self, tokens: Iterable[str], joiner: str = ""):
-        self.tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
-        self.joiner = joiner
-        self.index = {t: i for i, t in enumerate(self.tokens)}
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def encode(self, tokens: Iterable[str]) -> list[int]:
-        """Ids of `tokens`; unknown tokens map to `<unk>`."""
-        return [self.index.get(t, UNK) for t in tokens]
-
-    def labels(self, ids: Iterable[int]) -> list[str]:
-        """Token strings of `ids`, padding dropped."""
-        return [self.tokens[int(i)] for i in ids if int(i) != PAD]
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Text of `ids` up to the first `</s>`, without specials."""
-        out = []
-        for i in ids:
-            i = int(i)
-            if i == END:
-                break
-            if i >= len(SPECIALS):
-                out.append(self.tokens[i])
-        return self.joiner.join(out)
-
-    def to_dict(self) -> dict:
-        """Serializable form, logged as an artifact."""
-        return {"tokens": self.tokens, "joiner": self.joiner}
+from experiments.tasks.vocab import END, START, Vocab
 
 
 @dataclass
@@ -81,42 +40,6 @@ class Split:
             return None if a is None else a[index]
 
         return Split(self.x[index], self.y[index], pick(self.x_dec), pick(self.alignment))
-
-
-@dataclass
-class Task:
-    """Everything a run needs from a task.
-
-    `kind` is "classification", "seq2seq" or "lm". `vocab` is the input
-    vocabulary, `target_vocab` the output one for seq2seq, `class_names` the
-    label names for classification. `probes` are fixed examples plotted over
-    the epochs.
-    """
-
-    name: str
-    kind: str
-    vocab: Vocab
-    train: Split
-    val: Split
-    test: Split
-    probes: Split
-    target_vocab: Vocab | None = None
-    class_names: list[str] | None = None
-    prompts: list[str] = field(default_factory=list)
-
-    @property
-    def output_vocab(self) -> Vocab:
-        """The vocabulary of the model's predictions (seq2seq/LM)."""
-        return self.target_vocab or self.vocab
-
-    def vocabularies(self) -> dict:
-        """All vocabularies and label names, for the vocab artifact."""
-        out = {"input": self.vocab.to_dict()}
-        if self.target_vocab is not None:
-            out["target"] = self.target_vocab.to_dict()
-        if self.class_names is not None:
-            out["classes"] = list(self.class_names)
-        return out
 
 
 def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:

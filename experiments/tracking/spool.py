@@ -22,8 +22,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import threading
 from pathlib import Path
+
+import pandas as pd
+from mlflow.entities import Metric, Param, RunTag
 
 SPOOL_DIR = "spool"
 
@@ -146,8 +150,6 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
     Stops at the first failure (the rest stays spooled, in order). `log_model`
     is `function(path_to_keras_file) -> model_uri` for spooled models.
     """
-    from mlflow.entities import Metric, Param, RunTag
-
     count = 0
     histories: dict[str, set[int]] = {}
     for record in spool.pending():
@@ -179,8 +181,6 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
         elif op == "artifact":
             _upload_file(client, run_id, spool.file(record["file"]), record["path"])
         elif op == "table":
-            import pandas as pd
-
             data = json.loads(spool.file(record["file"]).read_text(encoding="utf-8"))
             frame = pd.DataFrame(data["data"], columns=data["columns"])
             client.log_table(run_id, frame, record["path"])
@@ -200,8 +200,6 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
 
 def _upload_file(client, run_id: str, path: Path, artifact_path: str) -> None:
     """Upload one spooled file under its original artifact path (name included)."""
-    import tempfile
-
     name = Path(artifact_path).name
     folder = str(Path(artifact_path).parent)
     with tempfile.TemporaryDirectory() as tmp:
