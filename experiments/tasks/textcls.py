@@ -104,4 +104,6 @@ def _imdb(cfg) -> Task:
     data = Split(x, y)
     rng = np.random.default_rng(cfg.seed)
     train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("textcls", "classification", vocab, train, val, test, probes, ["neg", "pos"])
+    return Task(
+        "textcls", "classification", vocab, train, val, test, probes, class_names=["neg", "pos"]
+    )
