@@ -6,12 +6,21 @@ import time
 
 import mlflow
 import pytest
+import requests
 from experiments_helpers import store_uri
+from mlflow.exceptions import MlflowException, RestException
+from mlflow.protos.databricks_pb2 import (
+    INVALID_PARAMETER_VALUE,
+    RESOURCE_DOES_NOT_EXIST,
+    TEMPORARILY_UNAVAILABLE,
+)
+from scaleout_helpers import free_port
 
 from experiments.errors import ConfigError, Offline, TrackingUnavailable
 from experiments.tracking import resilient, server
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.sync import sync_run
+from experiments.tracking.transient import is_transient
 
 
 class Flaky:
@@ -137,3 +146,55 @@ def test_check_server_only_checks_http_and_fails_fast():
 def test_sync_rejects_a_malformed_run_id():
     with pytest.raises(ConfigError, match="run_id"):
         sync_run("../../etc")
+
+
+def test_a_missing_local_file_fails_the_call_and_is_not_spooled(store, monkeypatch):
+    client, run_id, folder = store
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    tracker = resilient.ResilientTracker(client, run_id, folder / "ck")
+    with pytest.raises(FileNotFoundError):
+        tracker.client.log_artifact(run_id, str(folder / "no-such-file.txt"))
+    assert sleeps == []  # not retried: a local error is no outage
+    assert not tracker.spool.folder.exists()
+    assert tracker.link.offline_until == 0.0
+
+
+def _response(status: int) -> requests.Response:
+    response = requests.Response()
+    response.status_code = status
+    return response
+
+
+def test_errors_are_classified_by_type_not_message(monkeypatch):
+    # MLflow's REST client wraps the requests error it caught: the outage is the context.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with pytest.raises(MlflowException) as refused:
+        mlflow.MlflowClient(f"http://127.0.0.1:{free_port()}").get_run("0" * 32)
+    assert isinstance(refused.value.__context__, requests.ConnectionError)
+    transient = [
+        refused.value,
+        ConnectionRefusedError("refused"),
+        TimeoutError("timed out"),
+        requests.ReadTimeout("slow"),
+        requests.exceptions.RetryError("too many 503 error responses"),
+        requests.HTTPError(response=_response(503)),
+        requests.HTTPError(response=_response(429)),
+        RestException({"error_code": "INTERNAL_ERROR", "message": "database went away"}),
+        MlflowException("busy", error_code=TEMPORARILY_UNAVAILABLE),
+    ]
+    for err in transient:
+        assert is_transient(err), repr(err)
+    permanent = [
+        FileNotFoundError("no-such-file.txt"),
+        PermissionError("read-only"),
+        IsADirectoryError("a folder"),
+        requests.HTTPError(response=_response(404)),
+        requests.HTTPError(response=_response(501)),
+        RestException({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no run"}),
+        MlflowException("API request to http://x failed", error_code=INVALID_PARAMETER_VALUE),
+        MlflowException("API request to http://x: no run", error_code=RESOURCE_DOES_NOT_EXIST),
+        ValueError("bad param"),
+    ]
+    for err in permanent:
+        assert not is_transient(err), repr(err)

@@ -1,9 +1,10 @@
 """Tracking that survives a remote MLflow server going away.
 
 - `ResilientTracker`: the runner's `Tracker` whose MLflow calls are retried
-  with exponential backoff; a call that still fails (`transient.is_transient`)
-  is written to the run's local spool (`<checkpoint folder>/spool`, see
-  `spool`) and training goes on. After a failure the
+  with exponential backoff; a call that still fails with a transient error
+  (see `transient.is_transient`: the server unreachable or busy, never a
+  local error) is written to the run's local spool (`<checkpoint
+  folder>/spool`, see `spool`) and training goes on. After a failure the
   link stays "offline" for a cool-down period, so an outage costs one round
   of retries, not one per call. `flush()` uploads the spool (done
   automatically at the end of the run); `python -m experiments sync RUN_ID`
