@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import mlflow
@@ -20,6 +21,7 @@ from experiments.errors import ConfigError, Offline, TrackingUnavailable
 from experiments.tracking import resilient, server
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.sync import sync_run
+from experiments.tracking.tracker import ARTIFACT_THREAD, Tracker
 from experiments.tracking.transient import is_transient
 
 
@@ -198,3 +200,21 @@ def test_errors_are_classified_by_type_not_message(monkeypatch):
     ]
     for err in permanent:
         assert not is_transient(err), repr(err)
+
+
+def _artifact_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith(ARTIFACT_THREAD)}
+
+
+def test_ending_a_run_stops_its_artifact_thread(store):
+    client, run_id, folder = store
+    before = _artifact_threads()
+    tracker = Tracker(client, run_id)
+    tracker.submit(lambda: None)
+    assert _artifact_threads() - before  # the thread runs while the run does
+    tracker.end()
+    assert _artifact_threads() == before
+    resilient_tracker = resilient.ResilientTracker(client, run_id, folder / "ck")
+    resilient_tracker.submit(lambda: None)
+    resilient.end_run(resilient_tracker, "FINISHED")
+    assert _artifact_threads() == before

@@ -10,7 +10,7 @@
   automatically at the end of the run); `python -m experiments sync RUN_ID`
   does it later.
 - `end_run`: end the active run even when the server is down (the final
-  status is then spooled too).
+  status is then spooled too), and stop the tracker's artifact thread.
 
 Nothing is lost (every failed call is spooled) and nothing is logged twice
 (metrics carry an explicit step and are checked against the run's history
@@ -240,7 +240,17 @@ def load_keras(path) -> object:
 
 
 def end_run(tracker, status: str) -> None:
-    """Upload the spool, then end the active run with `status`, spooling it if offline."""
+    """Upload the spool, then end the active run with `status`, spooling it if offline.
+
+    The tracker's artifact thread is stopped in any case.
+    """
+    try:
+        _end_run(tracker, status)
+    finally:
+        tracker.close()
+
+
+def _end_run(tracker: ResilientTracker, status: str) -> None:
     tracker.flush()
     try:
         mlflow.end_run(status)  # pops the local active run first, then tells the server

@@ -26,7 +26,8 @@ class Tracker:
 
     `submit` runs slow artifact work (rendering and uploading heatmaps) on one
     background thread, so training does not wait for it; `wait` blocks until
-    it is done and re-raises its first error. `end` waits first.
+    it is done and re-raises its first error. `close` stops the thread (the
+    next `submit` starts a new one); `end` waits, ends the run and closes.
     """
 
     def __init__(self, client, run_id: str):
@@ -47,6 +48,12 @@ class Tracker:
         first = next((e for e in errors if e is not None), None)
         if first is not None:
             raise first
+
+    def close(self) -> None:
+        """Stop the artifact thread once its work is done (errors are `wait`'s to report)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=True)
 
     def log_params(self, params: dict) -> None:
         items = [Param(k, _param_value(v)) for k, v in params.items()]
@@ -118,8 +125,12 @@ class Tracker:
         return info.model_uri
 
     def end(self, status: str = "FINISHED") -> None:
-        self.wait()
-        self.client.set_terminated(self.run_id, status)
+        """Wait for the artifact thread, end the run with `status`, and stop the thread."""
+        try:
+            self.wait()
+            self.client.set_terminated(self.run_id, status)
+        finally:
+            self.close()
 
 
 def _param_value(value) -> str:

@@ -107,7 +107,7 @@ def execute(
         raise
     finally:
         keras.config.set_dtype_policy(policy)
-        resilient.end_run(tracker, status)  # uploads the spool first
+        resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
     return run_id
 
 

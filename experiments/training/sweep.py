@@ -74,6 +74,7 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
         status = "KILLED"
         raise
     finally:
+        tracker.close()
         mlflow.end_run(status)
     return parent.info.run_id
 

@@ -108,9 +108,12 @@ def tracking_overhead(options: Options) -> dict:
             tracker.wait()  # heatmaps render while the next epoch trains; the last one is timed
 
         started = time.perf_counter()
-        result = timing.paired(
-            with_tracking, lambda: epochs(without_logging), r["slow"], min(1, r["warmup"])
-        )
+        try:
+            result = timing.paired(
+                with_tracking, lambda: epochs(without_logging), r["slow"], min(1, r["warmup"])
+            )
+        finally:
+            tracker.close()  # the artifact thread, also when a timed epoch failed
         elapsed = time.perf_counter() - started
         tracker.end()
     return {
