@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -15,7 +17,7 @@ from mlflow.protos.databricks_pb2 import (
     RESOURCE_DOES_NOT_EXIST,
     TEMPORARILY_UNAVAILABLE,
 )
-from scaleout_helpers import free_port
+from scaleout_helpers import child_env, free_port
 
 from experiments.errors import ConfigError, Offline, TrackingUnavailable
 from experiments.tracking import resilient, server
@@ -200,6 +202,44 @@ def test_errors_are_classified_by_type_not_message(monkeypatch):
     ]
     for err in permanent:
         assert not is_transient(err), repr(err)
+
+
+def test_spool_appends_10000_records_in_well_under_a_second(tmp_path):
+    spool = spool_lib.Spool(tmp_path / "spool")
+    started, cpu = time.perf_counter(), time.process_time()
+    for step in range(10_000):
+        spool.append({"op": "metrics", "metrics": [["loss", 0.5, 0, step]]})
+    # CPU time: what the appends cost, whatever else shares the machine (~0.1 s; re-reading
+    # the journal per append took minutes).
+    cpu, elapsed = time.process_time() - cpu, time.perf_counter() - started
+    spool.close()
+    assert cpu < 0.5, f"10,000 appends took {cpu:.2f} s of CPU ({elapsed:.2f} s wall)"
+    assert [r["seq"] for r in spool.records()] == list(range(10_000))
+    again = spool_lib.Spool(tmp_path / "spool")  # a new process continues the numbering
+    assert again.append({"op": "tags", "tags": {}})["seq"] == 10_000
+    again.close()
+
+
+KILLED_AFTER_APPEND = r"""
+import os, signal, sys
+from experiments.tracking import spool
+s = spool.Spool(sys.argv[1])
+for step in range(3):
+    s.append({"op": "metrics", "metrics": [["loss", 1.0, 0, step]]})
+os.kill(os.getpid(), signal.SIGKILL)  # right after append returned: no close, no fsync timer
+"""
+
+
+def test_a_record_survives_kill_9_right_after_append_returns(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_APPEND, str(tmp_path / "spool")],
+        env=child_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == -9, done.stderr[-2000:]
+    records = spool_lib.Spool(tmp_path / "spool").records()
+    assert [r["metrics"][0][3] for r in records] == [0, 1, 2]
 
 
 def _artifact_threads() -> set[threading.Thread]:

@@ -233,6 +233,11 @@ class ResilientTracker(Tracker):
         self.spool.clear()
         return True
 
+    def close(self) -> None:
+        """Stop the artifact thread, then fsync and close the spool's files."""
+        super().close()
+        self.spool.close()
+
 
 def load_keras(path) -> object:
     """Load a `.keras` file with `safe_mode=True` (no lambdas, no arbitrary code)."""

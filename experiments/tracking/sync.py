@@ -54,6 +54,7 @@ def sync_run(run_id: str, checkpoint_dir: str | None = None, echo=None) -> tuple
 
     count = spool_lib.replay(spool, client, run_id, log_model=log_model, echo=echo)
     left = len(spool.pending())
+    spool.close()
     if not left:
         spool.clear()
     return count, left
