@@ -38,8 +38,18 @@ class _Section(BaseModel):
 class _TaskBase(_Section):
     seed: int = 0
     val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
-    test_fraction: float = Field(0.1, ge=0.0, lt=0.5)
+    test_fraction: float = Field(0.1, lt=0.5)
     num_probes: int = Field(4, ge=1, le=32)
+
+    @field_validator("test_fraction")
+    @classmethod
+    def _test_rows_of_its_own(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(
+                "greater than 0: the test_* metrics need test rows of their own "
+                "(with 0 they would score the validation rows again)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _length_range(self) -> _TaskBase:

@@ -33,6 +33,12 @@ BAD_CASES = {
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
     "section_not_mapping": ({"train": 5}, [], "train"),
+    "zero_test_fraction": ({}, ["task.test_fraction=0"], "task.test_fraction"),
+    "charlm_test_split_empty": (
+        {"task": {"name": "charlm", "max_chars": 200, "seq_length": 8}},
+        ["task.test_fraction=0.001"],
+        "task.test_fraction",
+    ),
 }
 
 

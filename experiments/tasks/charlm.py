@@ -32,11 +32,17 @@ def build(cfg) -> Task:
     ids = np.array(vocab.encode(text), dtype="int32")
     n_val = int(len(ids) * cfg.val_fraction)
     n_test = int(len(ids) * cfg.test_fraction)
+    if n_test < 2:  # no target to score: the test split must be text of its own
+        raise ConfigError(
+            f"task.test_fraction: {cfg.test_fraction} of {len(ids)} characters leaves "
+            f"{n_test} for the test split; expected at least 2 (raise task.test_fraction "
+            "or task.max_chars)"
+        )
     n_train = len(ids) - n_val - n_test
     parts = {
         "train": ids[:n_train],
         "val": ids[n_train : n_train + n_val],
-        "test": ids[n_train + n_val :] if n_test else ids[n_train : n_train + n_val],
+        "test": ids[n_train + n_val :],
     }
     stride = cfg.stride or cfg.seq_length
     splits = {name: _windows(part, cfg.seq_length, stride) for name, part in parts.items()}

@@ -56,12 +56,9 @@ def split_indices(n: int, val_fraction: float, test_fraction: float, rng) -> tup
     """Shuffled (train, val, test) index arrays; val and test get at least one row."""
     order = rng.permutation(n)
     n_val = max(1, int(round(n * val_fraction)))
-    n_test = max(1, int(round(n * test_fraction))) if test_fraction > 0 else 0
+    n_test = max(1, int(round(n * test_fraction)))  # the config refuses test_fraction=0
     val, test = order[:n_val], order[n_val : n_val + n_test]
-    train = order[n_val + n_test :]
-    if n_test == 0:
-        test = val
-    return train, val, test
+    return order[n_val + n_test :], val, test
 
 
 def make_splits(data: Split, cfg, rng) -> tuple[Split, Split, Split, Split]:
