@@ -215,7 +215,7 @@ class TrackingConfig(_Section):
 class GenerateConfig(_Section):
     strategy: Literal["greedy", "sample", "top_k", "top_p", "beam"] = "greedy"
     max_length: int | None = Field(None, ge=1)
-    temperature: float = Field(1.0, gt=0.0)
+    temperature: float = Field(1.0, ge=0.0)  # 0 is greedy, as in the library
     k: int | None = Field(None, ge=1)
     p: float | None = Field(None, gt=0.0, le=1.0)
     beam_width: int = Field(4, ge=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
 
@@ -127,6 +128,24 @@ def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
     assert float(schedule(0)) == pytest.approx(cfg.train.learning_rate)
     assert float(schedule(last // 2)) == pytest.approx(cfg.train.learning_rate / 2, rel=0.05)
     assert float(schedule(last)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_temperature_0_validates_and_generates_greedily(tmp_path):
+    task = {**TINY_TASKS["charlm"], "max_chars": 400}
+    path = write_config(tmp_path, task, generate={"strategy": "sample", "max_length": 6})
+    prepared = run.prepare(config_lib.load_config(path, ["generate.temperature=0"]))
+    cfg, task = prepared.cfg, prepared.task
+    assert cfg.generate.temperature == 0
+    model = task.kind.build_model(cfg, task)
+    prompts = [task.vocab.encode(p) for p in task.prompts]
+    greedy = cfg.generate.model_copy(update={"strategy": "greedy", "temperature": 1.0})
+    sampled = [
+        task.kind.decode(model, cfg.generate.model_copy(update={"seed": s}), prompts, 6)
+        for s in (0, 1)
+    ]
+    expected = task.kind.decode(model, greedy, prompts, 6)
+    np.testing.assert_array_equal(sampled[0], expected)
+    np.testing.assert_array_equal(sampled[1], expected)
 
 
 def test_flatten_gives_dotted_keys():
