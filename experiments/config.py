@@ -23,8 +23,8 @@ from pydantic import (
 )
 
 from experiments.errors import ConfigError
+from keras_attn_rnn import scores
 
-SCORES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
 
@@ -159,7 +159,7 @@ TaskConfig = Annotated[
 
 
 class AttentionConfig(_Section):
-    score: Literal["dot", "scaled_dot", "general", "additive", "tanh_dot"] | None = None
+    score: Literal[scores.names()] | None = None  # the library's registry of score names
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
     query_value: list[float] | None = None

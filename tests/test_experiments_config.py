@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
@@ -10,6 +12,7 @@ from experiments import config as config_lib
 from experiments.commands import build_parser, main
 from experiments.config import configs_dir
 from experiments.training import run
+from keras_attn_rnn import scores
 
 # (config changes, --set overrides, text the error must contain)
 BAD_CASES = {
@@ -146,6 +149,12 @@ def test_temperature_0_validates_and_generates_greedily(tmp_path):
     expected = task.kind.decode(model, greedy, prompts, 6)
     np.testing.assert_array_equal(sampled[0], expected)
     np.testing.assert_array_equal(sampled[1], expected)
+
+
+def test_score_names_come_from_the_library():
+    (allowed, _none) = get_args(config_lib.AttentionConfig.model_fields["score"].annotation)
+    assert get_args(allowed) == scores.names()
+    assert not hasattr(config_lib, "SCORES")  # no hand-typed copy left
 
 
 def test_flatten_gives_dotted_keys():
