@@ -158,8 +158,6 @@ def decoder_vs_tfa(options: Options) -> dict:
             for _ in range(r["warmup"]):
                 step()
             project_steps[mode] = step
-        except Skip:
-            raise
         except Exception as err:  # e.g. an op XLA cannot compile: report, keep the other mode
             errors[f"project_{mode}"] = f"{type(err).__name__}: {str(err)[:300]}"
     project_blocks = {m: [] for m in modes}
