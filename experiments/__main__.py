@@ -2,7 +2,7 @@
 
 import sys
 
-from experiments.cli import main
+from experiments.commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

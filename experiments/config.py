@@ -22,12 +22,10 @@ from pydantic import (
     model_validator,
 )
 
-SCORES = ("dot", "scaled_dot", "general", "additive", "tanh_dot")
+from experiments.errors import ConfigError
+from keras_attn_rnn import scores
+
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
-
-
-class ConfigError(Exception):
-    """A config, an override or a task's data is invalid; the CLI exits 2."""
 
 
 class _Section(BaseModel):
@@ -40,8 +38,18 @@ class _Section(BaseModel):
 class _TaskBase(_Section):
     seed: int = 0
     val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
-    test_fraction: float = Field(0.1, ge=0.0, lt=0.5)
+    test_fraction: float = Field(0.1, lt=0.5)
     num_probes: int = Field(4, ge=1, le=32)
+
+    @field_validator("test_fraction")
+    @classmethod
+    def _test_rows_of_its_own(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(
+                "greater than 0: the test_* metrics need test rows of their own "
+                "(with 0 they would score the validation rows again)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _length_range(self) -> _TaskBase:
@@ -151,7 +159,7 @@ TaskConfig = Annotated[
 
 
 class AttentionConfig(_Section):
-    score: Literal["dot", "scaled_dot", "general", "additive", "tanh_dot"] | None = None
+    score: Literal[scores.names()] | None = None  # the library's registry of score names
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
     query_value: list[float] | None = None
@@ -207,7 +215,7 @@ class TrackingConfig(_Section):
 class GenerateConfig(_Section):
     strategy: Literal["greedy", "sample", "top_k", "top_p", "beam"] = "greedy"
     max_length: int | None = Field(None, ge=1)
-    temperature: float = Field(1.0, gt=0.0)
+    temperature: float = Field(1.0, ge=0.0)  # 0 is greedy, as in the library
     k: int | None = Field(None, ge=1)
     p: float | None = Field(None, gt=0.0, le=1.0)
     beam_width: int = Field(4, ge=1)
@@ -233,6 +241,20 @@ class ExperimentConfig(_Section):
 
 
 # --- loading ----------------------------------------------------------------
+
+
+def configs_dir() -> Path:
+    """The folder of ready configs shipped with the package."""
+    return Path(__file__).resolve().parent / "configs"
+
+
+def resolve_config_path(name: str) -> Path:
+    """A config file path, or the name of a ready config (`demo`, `reverse.yaml`)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    ready = configs_dir() / (name if name.endswith(".yaml") else f"{name}.yaml")
+    return ready if ready.is_file() else path
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -19,7 +19,7 @@ DETERMINISTIC_MAIN = r"""
 import sys
 import tensorflow as tf
 tf.config.experimental.enable_op_determinism()
-from experiments.cli import main
+from experiments.commands import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from experiments import cli
-from experiments.bench import BENCHMARKS, GOALS, TINY_ENV
-from experiments.bench.cases import goal_met
+from experiments import commands
+from experiments.bench.cases import BENCHMARKS, GOALS, goal_met
+from experiments.bench.profiles import TINY_ENV
 from experiments.bench.timing import summarize
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def test_bench_quick_writes_the_json_schema_and_an_mlflow_run(tmp_path, monkeypa
     monkeypatch.setenv(TINY_ENV, "1")  # the smallest shapes, one repeat
     out = tmp_path / "f.json"
 
-    assert cli.main(["bench", "--quick", "--out", str(out)]) == 0
+    assert commands.main(["bench", "--quick", "--out", str(out)]) == 0
 
     report = json.loads(out.read_text())
     assert report["settings"]["profile"] == "tiny"
@@ -85,7 +85,7 @@ def test_only_runs_the_named_benchmarks_and_skips_missing_peers(tmp_path, monkey
     argv = ["bench", "--only", "causal_dot_vs_keras", "decoder_vs_tfa", "--no-mlflow"]
     argv += ["--tfa-python", str(tmp_path / "no-such-python"), "--out", str(out)]
 
-    assert cli.main(argv) == 0
+    assert commands.main(argv) == 0
 
     report = json.loads(out.read_text())
     assert set(report["results"]) == {"causal_dot_vs_keras", "decoder_vs_tfa"}
@@ -105,6 +105,6 @@ def test_ratio_is_the_median_pair_ratio_and_speedup_inverts_it():
 
 def test_unknown_benchmark_name_is_rejected(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["bench", "--only", "no_such_bench"])
+        commands.main(["bench", "--only", "no_such_bench"])
     assert exit_info.value.code == 2
     assert "no_such_bench" in capsys.readouterr().err

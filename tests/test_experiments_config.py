@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
+import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
 
 from experiments import config as config_lib
-from experiments.cli import build_parser, configs_dir, main
+from experiments.commands import build_parser, main
+from experiments.config import configs_dir
+from experiments.training import run
+from keras_attn_rnn import scores
 
 # (config changes, --set overrides, text the error must contain)
 BAD_CASES = {
@@ -31,6 +37,12 @@ BAD_CASES = {
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
     "section_not_mapping": ({"train": 5}, [], "train"),
+    "zero_test_fraction": ({}, ["task.test_fraction=0"], "task.test_fraction"),
+    "charlm_test_split_empty": (
+        {"task": {"name": "charlm", "max_chars": 200, "seq_length": 8}},
+        ["task.test_fraction=0.001"],
+        "task.test_fraction",
+    ),
 }
 
 
@@ -107,20 +119,42 @@ def test_overrides_parse_values_as_yaml(tmp_path):
 def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
     import keras
 
-    from experiments import modeling, training
-
     path = write_config(
         tmp_path, TINY_TASKS["needle"], train={"epochs": 3, "lr_schedule": "cosine"}
     )
-    prepared = training.prepare(config_lib.load_config(path))
+    prepared = run.prepare(config_lib.load_config(path))
     cfg, task = prepared.cfg, prepared.task
-    model = modeling.build_model(cfg, task)
-    training.compile_model(model, cfg, task)
+    model = task.kind.build_model(cfg, task)
+    run.compile_model(model, cfg, task)
     schedule = keras.optimizers.schedules.deserialize(model.optimizer.get_config()["learning_rate"])
     last = 3 * -(-len(task.train) // cfg.train.batch_size)
     assert float(schedule(0)) == pytest.approx(cfg.train.learning_rate)
     assert float(schedule(last // 2)) == pytest.approx(cfg.train.learning_rate / 2, rel=0.05)
     assert float(schedule(last)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_temperature_0_validates_and_generates_greedily(tmp_path):
+    task = {**TINY_TASKS["charlm"], "max_chars": 400}
+    path = write_config(tmp_path, task, generate={"strategy": "sample", "max_length": 6})
+    prepared = run.prepare(config_lib.load_config(path, ["generate.temperature=0"]))
+    cfg, task = prepared.cfg, prepared.task
+    assert cfg.generate.temperature == 0
+    model = task.kind.build_model(cfg, task)
+    prompts = [task.vocab.encode(p) for p in task.prompts]
+    greedy = cfg.generate.model_copy(update={"strategy": "greedy", "temperature": 1.0})
+    sampled = [
+        task.kind.decode(model, cfg.generate.model_copy(update={"seed": s}), prompts, 6)
+        for s in (0, 1)
+    ]
+    expected = task.kind.decode(model, greedy, prompts, 6)
+    np.testing.assert_array_equal(sampled[0], expected)
+    np.testing.assert_array_equal(sampled[1], expected)
+
+
+def test_score_names_come_from_the_library():
+    (allowed, _none) = get_args(config_lib.AttentionConfig.model_fields["score"].annotation)
+    assert get_args(allowed) == scores.names()
+    assert not hasattr(config_lib, "SCORES")  # no hand-typed copy left
 
 
 def test_flatten_gives_dotted_keys():

@@ -7,9 +7,9 @@ import mlflow
 import pytest
 from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
 
-from experiments import training
-from experiments.callbacks import Checkpoint
-from experiments.cli import main
+from experiments.commands import main
+from experiments.training import run as training_run
+from experiments.training.callbacks import Checkpoint
 
 EPOCHS = 2
 
@@ -28,14 +28,14 @@ class Interrupt(keras.callbacks.Callback):
 
 def _interrupt_after_checkpoint(monkeypatch, at: int) -> None:
     """Interrupt right after epoch `at` is checkpointed, before it reaches MLflow."""
-    original = training.make_callbacks
+    original = training_run.make_callbacks
 
     def patched(*args, **kwargs):
         callbacks = original(*args, **kwargs)
         index = next(i for i, c in enumerate(callbacks) if isinstance(c, Checkpoint))
         return callbacks[: index + 1] + [Interrupt(at)] + callbacks[index + 1 :]
 
-    monkeypatch.setattr(training, "make_callbacks", patched)
+    monkeypatch.setattr(training_run, "make_callbacks", patched)
 
 
 def _history(uri, run_id, key):

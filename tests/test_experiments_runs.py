@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from experiments_helpers import (
     write_text_dataset,
 )
 
-from experiments.cli import main
+from experiments.commands import main
+from experiments.tracking.tracker import ARTIFACT_THREAD
 
 TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_version"}
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri"}
@@ -30,6 +32,10 @@ TASK_METRICS = {
     "charlm": {"val_perplexity", "val_bits_per_char"},
 }
 SAMPLES = {"reverse": 2, "charlm": 2}
+
+
+def _artifact_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith(ARTIFACT_THREAD)}
 
 
 @pytest.fixture
@@ -91,8 +97,11 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
 def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
     config = write_config(tmp_path, TINY_TASKS["reverse"], tracking={"log_model": False})
     grid = "model.attention.score=dot,general,additive"
+    threads = _artifact_threads()
 
     assert main(["sweep", str(config), "--grid", grid]) == 0
+
+    assert _artifact_threads() == threads  # every run's artifact thread was stopped
 
     all_runs = runs(store)
     parents = [r for r in all_runs if "mlflow.parentRunId" not in r.data.tags]
@@ -147,8 +156,10 @@ def test_heatmaps_render_off_the_training_thread_and_failures_fail_the_run(
     config = write_config(
         tmp_path, TINY_TASKS["needle"], train={"epochs": 2}, tracking={"log_model": False}
     )
+    before = _artifact_threads()
     with pytest.raises(RuntimeError, match="cannot draw"):
         main(["run", str(config)])
     (run,) = runs(store)
     assert run.info.status == "FAILED"
     assert threads and all(name.startswith("mlflow-artifacts") for name in threads)
+    assert _artifact_threads() == before  # stopped, also when the run failed

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import sys
 
+import keras
 import numpy as np
 import pytest
 from experiments_helpers import write_text_dataset
 
-from experiments import metrics
-from experiments.config import ConfigError, validate
-from experiments.tasks import build_task
-from experiments.tasks.base import END, PAD, START
+from experiments.config import validate
+from experiments.errors import ConfigError
+from experiments.tasks import build_task, kinds, metrics
+from experiments.tasks.vocab import END, PAD, START
 
 
 def _task(**task):
@@ -85,6 +88,52 @@ def test_imdb_offline_error_is_clear(monkeypatch):
     monkeypatch.setattr(keras.datasets.imdb, "load_data", offline)
     with pytest.raises(ConfigError, match="network access.*task.path"):
         _task(name="textcls", source="imdb")
+
+
+def _write_imdb(folder):
+    """A tiny stand-in for the two files `keras.datasets.imdb` downloads."""
+    rng = np.random.default_rng(0)
+
+    def reviews(n):
+        out = np.empty(n, dtype=object)  # ragged word-index lists, as in the real file
+        for i in range(n):
+            out[i] = [int(w) for w in rng.integers(1, 30, size=int(rng.integers(3, 9)))]
+        return out
+
+    labels = np.array([0, 1] * 12)
+    np.savez(
+        folder / "imdb.npz", x_train=reviews(24), y_train=labels, x_test=reviews(24), y_test=labels
+    )
+    index = {f"word{i}": i for i in range(1, 30)}
+    (folder / "imdb_word_index.json").write_text(json.dumps(index), encoding="utf-8")
+
+
+def test_imdb_builds_a_task_and_a_model_from_keras_datasets(tmp_path, monkeypatch):
+    # keras.datasets.imdb downloads through the `get_file` of its own module: point that at
+    # the local files, so the rest of load_data and get_word_index runs for real.
+    module = sys.modules[keras.datasets.imdb.load_data.__module__]
+    assert hasattr(module, "get_file"), f"{module.__name__} no longer downloads via get_file"
+    _write_imdb(tmp_path)
+    monkeypatch.setattr(module, "get_file", lambda fname, origin, **kw: str(tmp_path / fname))
+    cfg = validate(
+        {"task": {"name": "textcls", "source": "imdb", "max_vocab": 40, "max_length": 8}}
+    )
+
+    task = build_task(cfg.task)
+
+    assert task.kind.name == "classification" and task.class_names == ["neg", "pos"]
+    assert len(task.train) + len(task.val) + len(task.test) == 48
+    assert task.vocab.tokens[4:6] == ["word1", "word2"]  # index_from=3: word i has id i + 3
+    model = task.kind.build_model(cfg, task)
+    assert model(task.probes.x).shape == (len(task.probes), 2)
+
+
+def test_task_kind_is_resolved_from_its_name():
+    task = _task(name="reverse", num_examples=20)
+    assert task.kind is kinds.get("seq2seq") and task.kind.name == "seq2seq"
+    assert kinds.names() == ("classification", "seq2seq", "lm")
+    with pytest.raises(ValueError, match="kind must be one of .*Received: kind='translation'"):
+        kinds.get("translation")
 
 
 def test_same_seed_same_data():

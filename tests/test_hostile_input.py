@@ -19,8 +19,8 @@ from experiments_helpers import TINY_TASKS, runs, snapshot, store_uri, write_con
 from scaleout_helpers import free_port
 
 from experiments import config as config_lib
-from experiments import resilient
-from experiments.cli import main
+from experiments.commands import main
+from experiments.tracking import resilient
 from keras_attn_rnn import AttentionDecoder, AttentionPooling, SequenceAttention, generation, models
 
 # --- layers, models, generation ---------------------------------------------------------

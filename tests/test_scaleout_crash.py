@@ -16,8 +16,8 @@ import pytest
 from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
 from scaleout_helpers import child_env, cli, metric_steps
 
-from experiments import training
-from experiments.cli import main
+from experiments.commands import main
+from experiments.training import run as training_run
 
 EPOCHS = 5
 TASK = {**TINY_TASKS["needle"], "num_examples": 192, "min_length": 6, "max_length": 8}
@@ -140,8 +140,10 @@ def test_non_finite_loss_fails_run_and_keeps_last_good_checkpoint(tmp_path, monk
         train={"epochs": 3, "checkpoint_dir": str(checkpoints)},
         tracking={"log_model": False},
     )
-    original = training.make_callbacks
-    monkeypatch.setattr(training, "make_callbacks", lambda *a, **k: [Poison(), *original(*a, **k)])
+    original = training_run.make_callbacks
+    monkeypatch.setattr(
+        training_run, "make_callbacks", lambda *a, **k: [Poison(), *original(*a, **k)]
+    )
     assert main(["run", str(config)]) == 1
     assert "non-finite training loss" in capsys.readouterr().err
     (run,) = runs(uri)

@@ -9,8 +9,8 @@ import pytest
 from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
 from scaleout_helpers import child_env, cli, free_port
 
-from experiments import distribute
-from experiments.config import ConfigError
+from experiments.errors import ConfigError
+from experiments.training import distribute
 
 # Graph mode (not the TINY default of eager): strategies run their steps as tf.functions.
 TRAIN = {"epochs": 2, "batch_size": 16, "run_eagerly": False, "seed": 3}
@@ -24,7 +24,7 @@ import sys
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from experiments.cli import main
+from experiments.commands import main
 for name in ("none", "mirrored"):
     code = main(["run", sys.argv[1], "--set", f"train.distribute={name}",
                  "--set", f"tracking.run_name={name}"])

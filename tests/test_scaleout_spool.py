@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 import time
 
 import mlflow
 import pytest
+import requests
 from experiments_helpers import store_uri
+from mlflow.exceptions import MlflowException, RestException
+from mlflow.protos.databricks_pb2 import (
+    INVALID_PARAMETER_VALUE,
+    RESOURCE_DOES_NOT_EXIST,
+    TEMPORARILY_UNAVAILABLE,
+)
+from scaleout_helpers import child_env, free_port
 
-from experiments import resilient
-from experiments import spool as spool_lib
-from experiments.config import ConfigError
+from experiments.errors import ConfigError, Offline, TrackingUnavailable
+from experiments.tracking import resilient, server
+from experiments.tracking import spool as spool_lib
+from experiments.tracking.sync import sync_run
+from experiments.tracking.tracker import ARTIFACT_THREAD, Tracker
+from experiments.tracking.transient import is_transient
 
 
 class Flaky:
@@ -51,10 +65,10 @@ def test_link_retries_with_backoff_then_stays_offline(monkeypatch):
         calls.append(1)
         raise ConnectionError("refused")
 
-    with pytest.raises(resilient.Offline):
+    with pytest.raises(Offline):
         link.call(failing)
     assert len(calls) == 3 and sleeps == [0.5, 1.0]
-    with pytest.raises(resilient.Offline):
+    with pytest.raises(Offline):
         link.call(failing)  # offline: fails at once, no new attempt
     assert len(calls) == 3
     with pytest.raises(TypeError):  # a bug is not an outage: never spooled
@@ -126,15 +140,121 @@ def _refuse(self, *args, **kwargs):
 
 
 def test_check_server_only_checks_http_and_fails_fast():
-    resilient.check_server("sqlite:///x.db", timeout=0.1)  # local stores are not checked
+    server.check_server("sqlite:///x.db", timeout=0.1)  # local stores are not checked
     started = time.monotonic()
-    with pytest.raises(resilient.TrackingUnavailable, match="did not answer within 0.5 s"):
-        resilient.check_server("http://127.0.0.1:9", timeout=0.5)
+    with pytest.raises(TrackingUnavailable, match="did not answer within 0.5 s"):
+        server.check_server("http://127.0.0.1:9", timeout=0.5)
     assert time.monotonic() - started < 5
 
 
 def test_sync_rejects_a_malformed_run_id():
-    from experiments.sync import sync_run
-
     with pytest.raises(ConfigError, match="run_id"):
         sync_run("../../etc")
+
+
+def test_a_missing_local_file_fails_the_call_and_is_not_spooled(store, monkeypatch):
+    client, run_id, folder = store
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    tracker = resilient.ResilientTracker(client, run_id, folder / "ck")
+    with pytest.raises(FileNotFoundError):
+        tracker.client.log_artifact(run_id, str(folder / "no-such-file.txt"))
+    assert sleeps == []  # not retried: a local error is no outage
+    assert not tracker.spool.folder.exists()
+    assert tracker.link.offline_until == 0.0
+
+
+def _response(status: int) -> requests.Response:
+    response = requests.Response()
+    response.status_code = status
+    return response
+
+
+def test_errors_are_classified_by_type_not_message(monkeypatch):
+    # MLflow's REST client wraps the requests error it caught: the outage is the context.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with pytest.raises(MlflowException) as refused:
+        mlflow.MlflowClient(f"http://127.0.0.1:{free_port()}").get_run("0" * 32)
+    assert isinstance(refused.value.__context__, requests.ConnectionError)
+    transient = [
+        refused.value,
+        ConnectionRefusedError("refused"),
+        TimeoutError("timed out"),
+        requests.ReadTimeout("slow"),
+        requests.exceptions.RetryError("too many 503 error responses"),
+        requests.HTTPError(response=_response(503)),
+        requests.HTTPError(response=_response(429)),
+        RestException({"error_code": "INTERNAL_ERROR", "message": "database went away"}),
+        MlflowException("busy", error_code=TEMPORARILY_UNAVAILABLE),
+    ]
+    for err in transient:
+        assert is_transient(err), repr(err)
+    permanent = [
+        FileNotFoundError("no-such-file.txt"),
+        PermissionError("read-only"),
+        IsADirectoryError("a folder"),
+        requests.HTTPError(response=_response(404)),
+        requests.HTTPError(response=_response(501)),
+        RestException({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no run"}),
+        MlflowException("API request to http://x failed", error_code=INVALID_PARAMETER_VALUE),
+        MlflowException("API request to http://x: no run", error_code=RESOURCE_DOES_NOT_EXIST),
+        ValueError("bad param"),
+    ]
+    for err in permanent:
+        assert not is_transient(err), repr(err)
+
+
+def test_spool_appends_10000_records_in_well_under_a_second(tmp_path):
+    spool = spool_lib.Spool(tmp_path / "spool")
+    started, cpu = time.perf_counter(), time.process_time()
+    for step in range(10_000):
+        spool.append({"op": "metrics", "metrics": [["loss", 0.5, 0, step]]})
+    # CPU time: what the appends cost, whatever else shares the machine (~0.1 s; re-reading
+    # the journal per append took minutes).
+    cpu, elapsed = time.process_time() - cpu, time.perf_counter() - started
+    spool.close()
+    assert cpu < 0.5, f"10,000 appends took {cpu:.2f} s of CPU ({elapsed:.2f} s wall)"
+    assert [r["seq"] for r in spool.records()] == list(range(10_000))
+    again = spool_lib.Spool(tmp_path / "spool")  # a new process continues the numbering
+    assert again.append({"op": "tags", "tags": {}})["seq"] == 10_000
+    again.close()
+
+
+KILLED_AFTER_APPEND = r"""
+import os, signal, sys
+from experiments.tracking import spool
+s = spool.Spool(sys.argv[1])
+for step in range(3):
+    s.append({"op": "metrics", "metrics": [["loss", 1.0, 0, step]]})
+os.kill(os.getpid(), signal.SIGKILL)  # right after append returned: no close, no fsync timer
+"""
+
+
+def test_a_record_survives_kill_9_right_after_append_returns(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_APPEND, str(tmp_path / "spool")],
+        env=child_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == -9, done.stderr[-2000:]
+    records = spool_lib.Spool(tmp_path / "spool").records()
+    assert [r["metrics"][0][3] for r in records] == [0, 1, 2]
+
+
+def _artifact_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith(ARTIFACT_THREAD)}
+
+
+def test_ending_a_run_stops_its_artifact_thread(store):
+    client, run_id, folder = store
+    before = _artifact_threads()
+    tracker = Tracker(client, run_id)
+    tracker.submit(lambda: None)
+    assert _artifact_threads() - before  # the thread runs while the run does
+    tracker.end()
+    assert _artifact_threads() == before
+    resilient_tracker = resilient.ResilientTracker(client, run_id, folder / "ck")
+    resilient_tracker.submit(lambda: None)
+    resilient.end_run(resilient_tracker, "FINISHED")
+    assert _artifact_threads() == before

@@ -13,8 +13,11 @@ import pytest
 from experiments_helpers import TINY_TASKS, runs, write_config
 from scaleout_helpers import MlflowServer, free_port, metric_steps
 
-from experiments import resilient, training
-from experiments.cli import main
+from experiments import errors
+from experiments.commands import main
+from experiments.tracking import resilient
+from experiments.tracking import server as tracking_server
+from experiments.training import run as training_run
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +45,12 @@ def test_unreachable_server_exits_3_before_anything(tmp_path, monkeypatch, capsy
         tmp_path, TINY_TASKS["needle"], train={"checkpoint_dir": str(tmp_path / "ck")}
     )
     started = time.monotonic()
-    assert main(["run", str(config)]) == resilient.EXIT_TRACKING_UNAVAILABLE
+    assert main(["run", str(config)]) == errors.EXIT_TRACKING_UNAVAILABLE
     assert time.monotonic() - started < 30
     err = capsys.readouterr().err
     assert "did not answer within 2 s" in err and "MLFLOW_TRACKING_URI" in err
     assert not (tmp_path / "ck").exists()  # nothing trained, nothing written
-    assert resilient.DEFAULT_CHECK_SECONDS == 15
+    assert tracking_server.DEFAULT_CHECK_SECONDS == 15
 
 
 @pytest.mark.slow
@@ -105,9 +108,9 @@ def test_outage_spools_then_sync_uploads_exactly_once(remote, tmp_path, monkeypa
         train={"epochs": epochs, "checkpoint_dir": str(checkpoints)},
         tracking={"experiment": "outage"},
     )
-    original = training.make_callbacks
+    original = training_run.make_callbacks
     monkeypatch.setattr(
-        training, "make_callbacks", lambda *a, **k: original(*a, **k) + [Outage(remote)]
+        training_run, "make_callbacks", lambda *a, **k: original(*a, **k) + [Outage(remote)]
     )
     monkeypatch.setattr(resilient.Link, "__init__", _fast_link)
     try:

@@ -15,12 +15,18 @@ backward pass.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import time
 
+import keras
+import matplotlib
 import numpy as np
+from keras import ops
 
 from experiments.bench import timing
-from experiments.bench.cases import Options, Skip, _mean_square, compiled_step, require
+from experiments.bench.cases.common import Options, compiled_step, mean_square
+from keras_attn_rnn.layers import AttentionDecoder, AttentionPooling, SequenceAttention
 
 LENGTHS = {
     "full": [64, 128, 256, 512, 1024, 2048],
@@ -59,22 +65,18 @@ def exponent(lengths: list[int], seconds: list[float]) -> float | None:
 
 
 def _inputs(shape, seed=0):
-    from keras import ops
-
     return ops.convert_to_tensor(np.random.default_rng(seed).standard_normal(shape), "float32")
 
 
 def _step_factory(name: str, sizes: dict, options: Options):
     """`make(T) -> step` for one curve."""
-    import keras
-
     if name == "attention_pooling":
-        layer = require("keras_attn_rnn.layers", "AttentionPooling")()
+        layer = AttentionPooling()
 
         def make(t):
             x = _inputs((sizes["pool_batch"], t, sizes["pool_dim"]))
             return compiled_step(
-                lambda: _mean_square(layer(x)),
+                lambda: mean_square(layer(x)),
                 lambda: layer.trainable_variables,
                 options.jit_compile,
                 watch=(x,),
@@ -82,14 +84,13 @@ def _step_factory(name: str, sizes: dict, options: Options):
 
         return make, {"batch": sizes["pool_batch"], "dim": sizes["pool_dim"]}
     if name.startswith("sequence_attention"):
-        cls = require("keras_attn_rnn.layers", "SequenceAttention")
         window = sizes["window"] if name.endswith("window") else None
-        layer = cls(score="dot", window=window)
+        layer = SequenceAttention(score="dot", window=window)
 
         def make(t):
             x = _inputs((sizes["attn_batch"], t, sizes["attn_dim"]))
             return compiled_step(
-                lambda: _mean_square(layer([x, x], use_causal_mask=True)),
+                lambda: mean_square(layer([x, x], use_causal_mask=True)),
                 lambda: layer.trainable_variables,
                 options.jit_compile,
                 watch=(x,),
@@ -102,9 +103,8 @@ def _step_factory(name: str, sizes: dict, options: Options):
             "causal": True,
             "window": window,
         }
-    decoder_cls = require("keras_attn_rnn.layers", "AttentionDecoder")
     units = sizes["dec_units"]
-    decoder = decoder_cls(
+    decoder = AttentionDecoder(
         keras.layers.LSTMCell(units), score="additive", units=units, attention_layer_size=units
     )
     memory = _inputs((sizes["dec_batch"], sizes["dec_source"], units), seed=1)
@@ -112,7 +112,7 @@ def _step_factory(name: str, sizes: dict, options: Options):
     def make(t):
         x = _inputs((sizes["dec_batch"], t, units))
         return compiled_step(
-            lambda: _mean_square(decoder([x, memory])),
+            lambda: mean_square(decoder([x, memory])),
             lambda: decoder.trainable_variables,
             options.jit_compile,
             watch=(x,),
@@ -130,10 +130,7 @@ def _step_factory(name: str, sizes: dict, options: Options):
 def step_time_curve(name: str, options: Options) -> dict:
     """Median seconds of a forward + backward step at each length."""
     lengths = LENGTHS[options.profile]
-    try:
-        make, shapes = _step_factory(name, SHAPES[options.profile], options)
-    except Skip as skip:
-        return {"skipped": str(skip), "expected": CURVES[name]}
+    make, shapes = _step_factory(name, SHAPES[options.profile], options)
     seconds = []
     for t in lengths:
         step = make(t)
@@ -162,10 +159,7 @@ def pooling_memory_curve(options: Options) -> dict:
     """Peak resident memory of an AttentionPooling forward + backward step at each length."""
     lengths = LENGTHS[options.profile]
     sizes = SHAPES[options.profile]
-    try:
-        make, shapes = _step_factory("attention_pooling", sizes, options)
-    except Skip as skip:
-        return {"skipped": str(skip)}
+    make, shapes = _step_factory("attention_pooling", sizes, options)
     if timing.rss_bytes("VmHWM") is None or not timing.peak_rss_reset():
         return {"skipped": "no /proc/self peak-RSS accounting on this platform"}
     # Large blocks straight from mmap and back to the OS on free: otherwise glibc keeps freed
@@ -208,8 +202,6 @@ def pooling_memory_curve(options: Options) -> dict:
 
 def _fixed_mmap_threshold(size: int) -> bool:
     """glibc `mallopt(M_MMAP_THRESHOLD, size)`; False where that is not glibc."""
-    import ctypes
-
     try:
         return bool(ctypes.CDLL("libc.so.6").mallopt(-3, size))  # -3: M_MMAP_THRESHOLD
     except (OSError, AttributeError):
@@ -218,8 +210,6 @@ def _fixed_mmap_threshold(size: int) -> bool:
 
 def run_curves(options: Options, only: set[str] | None = None) -> dict:
     """Every curve (or those named in `only`), plus the memory curve."""
-    import time
-
     out = {}
     for name in CURVES:
         if only is None or name in only or "scaling" in only:
@@ -235,10 +225,8 @@ def run_curves(options: Options, only: set[str] | None = None) -> dict:
 
 def figure(curves: dict):
     """A matplotlib Figure: step time vs T (log-log) and pooling peak memory vs T."""
-    import matplotlib
-
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend choice: pyplot picks one on import
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name in CURVES:

@@ -16,6 +16,10 @@ import statistics
 import time
 from collections.abc import Callable
 
+import keras
+import numpy as np
+import tensorflow as tf
+
 
 def quantiles(values: list[float]) -> tuple[float, float, float]:
     """(first quartile, median, third quartile) of `values` (linear interpolation)."""
@@ -118,10 +122,6 @@ def load_average() -> list[float] | None:
 
 def machine_info() -> dict:
     """What the numbers were measured on."""
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
     gpus = tf.config.list_physical_devices("GPU")
     try:
         cores = len(os.sched_getaffinity(0))

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from pydoc_data.topics import topics
 
 import numpy as np
 
-from experiments.tasks.base import Split, Task, Vocab
+from experiments.errors import ConfigError
+from experiments.tasks.split import Split
+from experiments.tasks.task import Task
+from experiments.tasks.vocab import Vocab
 
 
 def default_corpus() -> str:
     """CPython's `pydoc_data.topics` help texts, always available offline."""
-    from pydoc_data.topics import topics
-
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
@@ -30,11 +32,17 @@ def build(cfg) -> Task:
     ids = np.array(vocab.encode(text), dtype="int32")
     n_val = int(len(ids) * cfg.val_fraction)
     n_test = int(len(ids) * cfg.test_fraction)
+    if n_test < 2:  # no target to score: the test split must be text of its own
+        raise ConfigError(
+            f"task.test_fraction: {cfg.test_fraction} of {len(ids)} characters leaves "
+            f"{n_test} for the test split; expected at least 2 (raise task.test_fraction "
+            "or task.max_chars)"
+        )
     n_train = len(ids) - n_val - n_test
     parts = {
         "train": ids[:n_train],
         "val": ids[n_train : n_train + n_val],
-        "test": ids[n_train + n_val :] if n_test else ids[n_train : n_train + n_val],
+        "test": ids[n_train + n_val :],
     }
     stride = cfg.stride or cfg.seq_length
     splits = {name: _windows(part, cfg.seq_length, stride) for name, part in parts.items()}
@@ -64,8 +72,6 @@ def _windows(ids: np.ndarray, length: int, stride: int) -> Split:
 
 def _read_text(path: str, max_chars: int, seq_length: int) -> str:
     """At most `max_chars` characters of a UTF-8 text file, with a clear error otherwise."""
-    from experiments.config import ConfigError
-
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(max_chars)  # never more than asked, however big the file

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.base import Split, Task, Vocab, make_splits, pad
+from experiments.tasks.split import Split, make_splits, pad
+from experiments.tasks.task import Task
+from experiments.tasks.vocab import Vocab
 
 
 def build(cfg) -> Task:

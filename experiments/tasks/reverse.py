@@ -6,7 +6,9 @@ import string
 
 import numpy as np
 
-from experiments.tasks.base import Task, Vocab, make_splits, seq2seq_split
+from experiments.tasks.split import make_splits, seq2seq_split
+from experiments.tasks.task import Task
+from experiments.tasks.vocab import Vocab
 
 
 def build(cfg) -> Task:

@@ -8,10 +8,13 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import keras
 import numpy as np
 
-from experiments.config import ConfigError
-from experiments.tasks.base import SPECIALS, Split, Task, Vocab, make_splits, pad
+from experiments.errors import ConfigError
+from experiments.tasks.split import Split, make_splits, pad
+from experiments.tasks.task import Task
+from experiments.tasks.vocab import SPECIALS, UNK, Vocab
 
 
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
@@ -73,18 +76,16 @@ def build(cfg) -> Task:
     train, val, test, probes = make_splits(placeholder, cfg, rng)
     counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
     vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
-    x = pad([vocab.encode(t) or [3] for t in tokens], cfg.max_length)
+    x = pad([vocab.encode(t) or [UNK] for t in tokens], cfg.max_length)
     encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
     return Task("textcls", "classification", vocab, *encoded, class_names=class_names)
 
 
 def _imdb(cfg) -> Task:
     """IMDB reviews through `keras.datasets` (needs the network on first use)."""
-    import keras
-
     try:
         (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data(
-            num_words=cfg.max_vocab, start_char=None, oov_char=3, index_from=3
+            num_words=cfg.max_vocab, start_char=None, oov_char=UNK, index_from=3
         )
     except Exception as err:  # noqa: BLE001 - any download failure means offline
         raise ConfigError(
@@ -103,4 +104,6 @@ def _imdb(cfg) -> Task:
     data = Split(x, y)
     rng = np.random.default_rng(cfg.seed)
     train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("textcls", "classification", vocab, train, val, test, probes, ["neg", "pos"])
+    return Task(
+        "textcls", "classification", vocab, train, val, test, probes, class_names=["neg", "pos"]
+    )

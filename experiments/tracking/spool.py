@@ -4,11 +4,26 @@ Layout under `<checkpoint folder>/spool/`:
 
 - `journal.jsonl`: one JSON record per spooled call, in order, each with a
   sequence number `seq` and an `op` (`metrics`, `params`, `tags`,
-  `artifact`, `table`, `model`, `status`). A record is appended (and
-  fsync'ed) only after every file it names is complete, so a kill at any
-  moment leaves at worst a torn last line, which is ignored.
-- `files/`: the artifacts' bytes (written to a temporary name, then renamed).
+  `artifact`, `table`, `model`, `status`). A record is appended only after
+  every file it names is complete, so a kill at any moment leaves at worst a
+  torn last line, which is ignored.
+- `files/`: the artifacts' bytes (written to a temporary name, fsync'ed,
+  then renamed; the folder is fsync'ed too), so a record on disk always
+  names a file on disk.
 - `done.jsonl`: sequence numbers already uploaded by `replay`.
+
+Appending is O(1): the next `seq` and the file counter are kept in memory
+(read from the folder once), and the journal stays open. Durability: each
+record is written and flushed to the operating system before `append`
+returns, so it survives the process being killed (`kill -9`) at any later
+moment. It reaches the disk (`fsync`) at most `FSYNC_SECONDS` later: an
+append fsyncs when the last fsync is that old, a timer fsyncs what a burst
+left behind, and `sync()`/`close()` fsync at once. A power loss or kernel
+crash therefore loses at most the last `FSYNC_SECONDS` of records (an fsync
+per record costs ~1 ms on an ordinary disk: 10,000 records would take
+seconds). `done.jsonl` is written the same way; losing its tail only means
+`replay` checks those records again (metrics against the run's history,
+artifacts and tags overwritten in place), never an upload twice.
 
 `replay` uploads in order and records each finished record in `done.jsonl`,
 so running it twice, or after a crash in the middle, uploads nothing twice;
@@ -22,10 +37,68 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import threading
+import time
 from pathlib import Path
 
+import pandas as pd
+from mlflow.entities import Metric, Param, RunTag
+
 SPOOL_DIR = "spool"
+FSYNC_SECONDS = 0.5
+
+
+class Journal:
+    """An append-only JSON-lines file: written to the OS per line, fsync'ed within `FSYNC_SECONDS`."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._dirty = False
+        self._synced = float("-inf")
+        self._timer: threading.Timer | None = None
+
+    def append(self, line: str) -> None:
+        """Write one line (with its newline) to the OS before returning: one `write` call."""
+        data = line.encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(self._fd, data)
+            self._dirty = True
+            if time.monotonic() - self._synced >= FSYNC_SECONDS:
+                self._fsync()
+            elif self._timer is None:
+                self._timer = threading.Timer(FSYNC_SECONDS, self.sync)
+                self._timer.name, self._timer.daemon = "spool-fsync", True
+                self._timer.start()
+
+    def sync(self) -> None:
+        """fsync what was appended since the last fsync."""
+        with self._lock:
+            self._timer = None
+            if self._dirty and self._fd is not None:
+                self._fsync()
+
+    def close(self) -> None:
+        """fsync and close; a later `append` reopens the file."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+            if timer is not None:
+                timer.cancel()
+            if self._fd is not None:
+                if self._dirty:
+                    self._fsync()
+                os.close(self._fd)
+                self._fd = None
+
+    def _fsync(self) -> None:
+        os.fsync(self._fd)
+        self._synced = time.monotonic()
+        self._dirty = False
 
 
 class Spool:
@@ -34,6 +107,10 @@ class Spool:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._lock = threading.RLock()  # the artifact thread spools too
+        self._journal = Journal(self.journal)
+        self._done = Journal(self.done_file)
+        self._next_seq: int | None = None  # read from the journal once, then counted here
+        self._file_count: int | None = None  # likewise from `files/`
 
     @property
     def journal(self) -> Path:
@@ -48,21 +125,19 @@ class Spool:
 
     # --- writing ------------------------------------------------------------
 
-    def _next_seq(self) -> int:
-        records = self.records()
-        return (records[-1]["seq"] + 1) if records else 0
-
     def append(self, record: dict) -> dict:
-        """Append one record (gets the next `seq`) durably."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Append one record (it gets the next `seq`); see the module docstring on durability."""
         with self._lock:
-            record = {"seq": self._next_seq(), **record}
-            line = json.dumps(record, default=_json_default) + "\n"
-            with open(self.journal, "a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+            record = {"seq": self._peek_seq(), **record}
+            self._journal.append(_ENCODER.encode(record) + "\n")
+            self._next_seq += 1
         return record
+
+    def _peek_seq(self) -> int:
+        if self._next_seq is None:
+            records = self.records()
+            self._next_seq = (records[-1]["seq"] + 1) if records else 0
+        return self._next_seq
 
     def new_file(self, name: str) -> tuple[Path, Path]:
         """(temporary path to write, final path) for a spooled file named after `name`."""
@@ -70,14 +145,35 @@ class Spool:
         files.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-80:]
         with self._lock:
-            final = files / f"{self._next_seq():06d}-{len(list(files.iterdir())):04d}-{safe}"
+            if self._file_count is None:
+                self._file_count = len(list(files.iterdir()))
+            final = files / f"{self._peek_seq():06d}-{self._file_count:04d}-{safe}"
+            self._file_count += 1
             final.with_name(".tmp-" + final.name).touch()  # claims the name
         return final.with_name(".tmp-" + final.name), final
 
     @staticmethod
     def commit_file(tmp: Path, final: Path) -> str:
+        """Make the written `tmp` durable and rename it to `final`; return the final name."""
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
         os.replace(tmp, final)
+        folder = os.open(final.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)  # the rename too: a record never names a file lost to a crash
+        finally:
+            os.close(folder)
         return final.name
+
+    def sync(self) -> None:
+        """fsync the journal and the done file now."""
+        self._journal.sync()
+        self._done.sync()
+
+    def close(self) -> None:
+        """fsync and close the journal and the done file (they reopen on the next write)."""
+        self._journal.close()
+        self._done.close()
 
     # --- reading ------------------------------------------------------------
 
@@ -93,10 +189,7 @@ class Spool:
         return [r for r in self.records() if r["seq"] not in done]
 
     def mark_done(self, seq: int) -> None:
-        with open(self.done_file, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"seq": seq}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        self._done.append(json.dumps({"seq": seq}) + "\n")
 
     def file(self, name: str) -> Path:
         return self.folder / "files" / name
@@ -113,12 +206,15 @@ class Spool:
 
     def clear(self) -> None:
         """Remove the spool once everything in it is uploaded."""
-        if not self.folder.exists():
-            return
-        trash = self.folder.with_name(self.folder.name + ".synced")
-        shutil.rmtree(trash, ignore_errors=True)
-        os.replace(self.folder, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        with self._lock:
+            self.close()
+            self._next_seq = self._file_count = None
+            if not self.folder.exists():
+                return
+            trash = self.folder.with_name(self.folder.name + ".synced")
+            shutil.rmtree(trash, ignore_errors=True)
+            os.replace(self.folder, trash)
+            shutil.rmtree(trash, ignore_errors=True)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -140,14 +236,22 @@ def _json_default(value):
         return str(value)
 
 
+_ENCODER = json.JSONEncoder(default=_json_default)  # one encoder for every record
+
+
 def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> int:
     """Upload every pending record to run `run_id`; return how many were uploaded.
 
     Stops at the first failure (the rest stays spooled, in order). `log_model`
     is `function(path_to_keras_file) -> model_uri` for spooled models.
     """
-    from mlflow.entities import Metric, Param, RunTag
+    try:
+        return _replay(spool, client, run_id, log_model, echo)
+    finally:
+        spool.sync()  # the done marks reach the disk before the caller clears or reports
 
+
+def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
     count = 0
     histories: dict[str, set[int]] = {}
     for record in spool.pending():
@@ -179,8 +283,6 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
         elif op == "artifact":
             _upload_file(client, run_id, spool.file(record["file"]), record["path"])
         elif op == "table":
-            import pandas as pd
-
             data = json.loads(spool.file(record["file"]).read_text(encoding="utf-8"))
             frame = pd.DataFrame(data["data"], columns=data["columns"])
             client.log_table(run_id, frame, record["path"])
@@ -200,8 +302,6 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
 
 def _upload_file(client, run_id: str, path: Path, artifact_path: str) -> None:
     """Upload one spooled file under its original artifact path (name included)."""
-    import tempfile
-
     name = Path(artifact_path).name
     folder = str(Path(artifact_path).parent)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,43 +1,20 @@
 """Keras callbacks doing the per-epoch work of a run.
 
-Order matters and is fixed by `training.make_callbacks`: the clock and the
+Order matters and is fixed by `run.make_callbacks`: the clock and the
 evaluation add metrics to `logs` first, early stopping reads them, then the
 checkpoint is written, and only then are the metrics logged to MLflow.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
 import keras
-import numpy as np
 
-from experiments import checkpoints, evaluation
-
-
-class EpochBatches(keras.utils.PyDataset):
-    """Shuffled mini-batches whose order depends only on (seed, epoch).
-
-    Resuming at epoch k therefore sees exactly the batches an uninterrupted
-    run would have seen. `EpochClock` sets `epoch` when each epoch begins.
-    The last batch is filled up from the start of the epoch's order, so every
-    batch has the same shape and the training step is traced only once.
-    """
-
-    def __init__(self, split, batch_size: int, seed: int, epoch: int = 0):
-        super().__init__()
-        self.split, self.batch_size, self.seed, self.epoch = split, batch_size, seed, epoch
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.split) / self.batch_size)
-
-    def __getitem__(self, index: int):
-        order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.split))
-        order = np.resize(order, len(self) * self.batch_size)  # wrap around to full batches
-        part = self.split.take(order[index * self.batch_size : (index + 1) * self.batch_size])
-        return (tuple(part.inputs) if isinstance(part.inputs, list) else part.inputs), part.y
+from experiments.training import checkpoints
+from experiments.training.batches import EpochBatches
+from keras_attn_rnn import plotting
 
 
 class EpochClock(keras.callbacks.Callback):
@@ -71,7 +48,7 @@ class EvalMetrics(keras.callbacks.Callback):
         self.task, self.split = task, split
 
     def on_epoch_end(self, epoch, logs=None):
-        for name, value in evaluation.evaluate(self.model, self.task, self.split).items():
+        for name, value in self.task.kind.evaluate(self.model, self.task, self.split).items():
             plain = name in ("alignment_accuracy", "attention_entropy")
             logs[name if plain else f"val_{name}"] = value
 
@@ -123,7 +100,7 @@ class RunLogger(keras.callbacks.Callback):
         self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
         if step % self.heatmap_every == 0:
             log_heatmaps(self.tracker, self.model, self.task, f"heatmaps/epoch_{step:03d}", step)
-        rows = evaluation.sample_rows(self.model, self.task, self.gen_cfg, self.num_samples)
+        rows = self.task.kind.sample_rows(self.model, self.task, self.gen_cfg, self.num_samples)
         if rows:
             self.tracker.log_table(rows, f"samples/epoch_{step:03d}.json")
 
@@ -134,12 +111,10 @@ def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) ->
     The model runs here; plotting and uploading run on the tracker's artifact
     thread, while training goes on.
     """
-    heatmaps = evaluation.probe_heatmaps(model, task, epoch)
+    heatmaps = task.kind.probe_heatmaps(model, task, epoch)
     tracker.submit(_render_and_log, tracker, folder, heatmaps)
 
 
 def _render_and_log(tracker, folder: str, heatmaps) -> None:
-    from keras_attn_rnn.plotting import plot_attention
-
     for name, kwargs in heatmaps:
-        tracker.log_figure(plot_attention(**kwargs), f"{folder}/{name}.png")
+        tracker.log_figure(plotting.plot_attention(**kwargs), f"{folder}/{name}.png")

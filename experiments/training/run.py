@@ -2,7 +2,8 @@
 
 `prepare` does everything that can fail on bad input (config resolution,
 task data) before MLflow is touched; `execute` then creates or reopens the
-run and trains.
+run and trains. What depends on the kind of task (model, loss, metrics,
+artifacts) is asked of `task.kind`.
 """
 
 from __future__ import annotations
@@ -11,20 +12,26 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments import callbacks as cb
-from experiments import (
-    checkpoints,
-    distribute,
-    evaluation,
-    guards,
-    metrics,
-    modeling,
-    resilient,
-    tracking,
-)
-from experiments.config import ConfigError, ExperimentConfig
-from experiments.tasks import Task, build_task
-from experiments.tasks.base import PAD
+import keras
+import mlflow
+
+from experiments import config as config_lib
+from experiments.config import ExperimentConfig
+from experiments.errors import ConfigError
+from experiments.tasks import Task, build_task, modeling
+from experiments.tracking import resilient, store
+from experiments.training import callbacks as cb
+from experiments.training import checkpoints, distribute, guards
+from experiments.training.batches import EpochBatches
+
+# Logged every epoch whatever the task: by fit, and by `EpochClock`.
+RUN_METRICS = frozenset({"loss", "val_loss", "epoch_seconds", "tokens_per_second"})
+OPTIMIZERS = {
+    "adam": keras.optimizers.Adam,
+    "adamw": keras.optimizers.AdamW,
+    "rmsprop": keras.optimizers.RMSprop,
+    "sgd": keras.optimizers.SGD,
+}
 
 
 @dataclass
@@ -36,46 +43,28 @@ class Prepared:
 
 
 def prepare(cfg: ExperimentConfig) -> Prepared:
-    """Build the task data and fill config defaults that depend on the task."""
+    """Build the task data and fill config defaults that depend on the task's kind."""
     task = build_task(cfg.task)
+    kind = task.kind
     cfg = cfg.model_copy(deep=True)
-    cfg.model.attention.score = modeling.resolved_score(cfg, task)
-    if cfg.model.bidirectional is None:
-        cfg.model.bidirectional = task.kind == "classification"
+    cfg.model.attention.score = kind.score(cfg)
+    cfg.model.bidirectional = kind.bidirectional(cfg)
     if cfg.generate.max_length is None:
-        cfg.generate.max_length = evaluation.decode_length(task, cfg.generate)
-    if task.kind == "seq2seq" and cfg.model.num_layers != 1:
-        raise ConfigError(
-            f"invalid config:\n  model.num_layers: got {cfg.model.num_layers}; expected 1 for "
-            "a seq2seq task (its encoder and decoder have one RNN layer each)"
-        )
-    if cfg.train.early_stopping and not _known_metric(cfg.train.early_stopping.monitor, task):
+        cfg.generate.max_length = kind.decode_length(task, cfg.generate)
+    kind.check(cfg)
+    known = epoch_metric_names(task)
+    if cfg.train.early_stopping and cfg.train.early_stopping.monitor not in known:
         raise ConfigError(
             f"invalid config:\n  train.early_stopping.monitor: got "
             f"{cfg.train.early_stopping.monitor!r}; expected a metric this task logs, "
-            f"one of {', '.join(sorted(epoch_metric_names(task)))}"
+            f"one of {', '.join(sorted(known))}"
         )
     return Prepared(cfg, task)
 
 
 def epoch_metric_names(task: Task) -> set[str]:
     """Names of the metrics logged each epoch for this task."""
-    names = {"loss", "val_loss", "epoch_seconds", "tokens_per_second", "attention_entropy"}
-    per_kind = {
-        "classification": ["accuracy", "macro_f1"],
-        "seq2seq": ["token_accuracy", "exact_match"],
-        "lm": ["perplexity", "bits_per_char"],
-    }[task.kind]
-    names |= {f"val_{n}" for n in per_kind}
-    if task.kind == "classification":
-        names.add("accuracy")
-    if task.val.alignment is not None:
-        names.add("alignment_accuracy")
-    return names
-
-
-def _known_metric(name: str, task: Task) -> bool:
-    return name in epoch_metric_names(task)
+    return set(RUN_METRICS) | task.kind.epoch_metric_names(task)
 
 
 def execute(
@@ -89,17 +78,14 @@ def execute(
 
     A resumed run continues from the checkpoint in `checkpoint_folder`.
     """
-    import keras
-    import mlflow
-
     cfg, task = prepared.cfg, prepared.task
     distribute.check(cfg)
     if not distribute.is_chief(cfg.train.distribute):
         return distribute.run_worker(prepared, _train)  # trains, logs and saves nothing
-    client = tracking.connect()
+    client = store.connect()
     if resume_run_id is None:
         run = mlflow.start_run(
-            experiment_id=tracking.experiment_id(client, cfg.tracking.experiment),
+            experiment_id=store.experiment_id(client, cfg.tracking.experiment),
             run_name=cfg.tracking.run_name,
             parent_run_id=parent_run_id,
             nested=parent_run_id is not None,
@@ -107,7 +93,7 @@ def execute(
     else:
         run = mlflow.start_run(run_id=resume_run_id, nested=mlflow.active_run() is not None)
     run_id = run.info.run_id
-    folder = checkpoint_folder or tracking.checkpoint_root(cfg) / run_id
+    folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
     tracker = resilient.ResilientTracker(client, run_id, folder)  # retries, then spools
     policy = keras.config.dtype_policy()
     status = "FAILED"
@@ -121,22 +107,20 @@ def execute(
         raise
     finally:
         keras.config.set_dtype_policy(policy)
-        resilient.end_run(tracker, status)  # uploads the spool first
+        resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
     return run_id
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
-    from experiments import config as config_lib
-
     tracker.log_params(config_lib.flatten(config_lib.to_dict(cfg)))
     tracker.set_tags(
         {
             "task": task.name,
-            "task_kind": task.kind,
-            "model": modeling.model_type(task),
+            "task_kind": task.kind.name,
+            "model": task.kind.model_type,
             "score": cfg.model.attention.score,
             "checkpoint_dir": str(folder),
-            **tracking.environment_tags(),
+            **store.environment_tags(),
             **cfg.tracking.tags,
         }
     )
@@ -146,35 +130,24 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
 
 def compile_model(model, cfg, task) -> None:
     """Optimizer (with its learning-rate schedule), loss, metrics, jit/eager, as configured."""
-    import keras
-
     learning_rate = cfg.train.learning_rate
     if cfg.train.lr_schedule == "cosine":
-        batches = cb.EpochBatches(task.train, cfg.train.batch_size, cfg.train.seed)
+        batches = EpochBatches(task.train, cfg.train.batch_size, cfg.train.seed)
         steps = cfg.train.epochs * len(batches)  # the steps fit will take
         learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
     kwargs = {"learning_rate": learning_rate}
     if cfg.train.clipnorm:
         kwargs["clipnorm"] = cfg.train.clipnorm
-    optimizer = {
-        "adam": keras.optimizers.Adam,
-        "adamw": keras.optimizers.AdamW,
-        "rmsprop": keras.optimizers.RMSprop,
-        "sgd": keras.optimizers.SGD,
-    }[cfg.train.optimizer](**kwargs)
-    ignore = None if task.kind == "classification" else PAD
     model.compile(
-        optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=ignore),
-        metrics=["accuracy"] if task.kind == "classification" else None,
+        optimizer=OPTIMIZERS[cfg.train.optimizer](**kwargs),
+        loss=task.kind.loss(),
+        metrics=list(task.kind.fit_metrics) or None,
         jit_compile=cfg.train.jit_compile,
         run_eagerly=cfg.train.run_eagerly,
     )
 
 
 def _train(cfg, task, tracker, folder: Path) -> None:
-    import keras
-
     seed = cfg.train.seed
     keras.utils.set_random_seed(seed)
     if cfg.train.mixed_precision:
@@ -182,7 +155,7 @@ def _train(cfg, task, tracker, folder: Path) -> None:
     strategy = distribute.make_strategy(cfg.train.distribute)
     distribute.check_batch(strategy, cfg.train.batch_size)
     with strategy.scope() if strategy else contextlib.nullcontext():
-        model = modeling.build_model(cfg, task)
+        model = task.kind.build_model(cfg, task)
         compile_model(model, cfg, task)
         model(task.train.take(slice(0, 2)).inputs)  # build the weights
     state = checkpoints.load_state(folder)
@@ -193,7 +166,7 @@ def _train(cfg, task, tracker, folder: Path) -> None:
         if initial_epoch not in tracker.logged_steps("loss"):
             # Interrupted between checkpoint and logging: log that epoch now, once.
             tracker.log_metrics(state["logs"], initial_epoch)
-    batches = cb.EpochBatches(task.train, cfg.train.batch_size, seed, initial_epoch)
+    batches = EpochBatches(task.train, cfg.train.batch_size, seed, initial_epoch)
     callbacks = make_callbacks(cfg, task, tracker, folder, batches, state)
     if initial_epoch < cfg.train.epochs:
         model.fit(
@@ -210,13 +183,10 @@ def _train(cfg, task, tracker, folder: Path) -> None:
 
 def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
     """Clock, evaluation, early stopping, checkpoint, MLflow logging — in that order."""
-    tokens = int((task.train.x != PAD).sum())
-    if task.train.x_dec is not None:
-        tokens += int((task.train.y != PAD).sum())
     evaluation_split = task.val.take(slice(0, cfg.train.eval_examples))
     out = [
         guards.NonFiniteLossGuard(tracker, folder),  # before the checkpoint
-        cb.EpochClock(batches, cfg.train.seed, tokens),
+        cb.EpochClock(batches, cfg.train.seed, task.kind.tokens_per_epoch(task.train)),
         cb.EvalMetrics(task, evaluation_split),
     ]
     stopper = None
@@ -244,36 +214,25 @@ def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
 
 
 def _finish(model, cfg, task, tracker) -> None:
-    """Test metrics, final heatmaps, confusion matrix, samples and the model itself."""
-    import numpy as np
-
+    """Test metrics, final heatmaps, the kind's artifacts, samples and the model itself."""
+    kind = task.kind
     last_step = max(tracker.logged_steps("loss") or {0})
     test = task.test.take(slice(0, cfg.train.eval_examples))
-    results = evaluation.evaluate(model, task, test)
+    results = kind.evaluate(model, task, test)
     tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
     cb.log_heatmaps(tracker, model, task, "heatmaps/final")
-    if task.kind == "classification":
-        predictions = np.argmax(modeling.predict_logits(model, test.inputs), -1)
-        matrix = metrics.confusion_matrix(test.y, predictions, len(task.class_names))
-        tracker.log_dict(
-            {"classes": task.class_names, "matrix": matrix.tolist()}, "confusion_matrix.json"
-        )
-        tracker.log_figure(
-            evaluation.confusion_figure(matrix, task.class_names), "confusion_matrix.png"
-        )
-    rows = evaluation.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
+    artifacts = kind.final_artifacts(model, task, test)
+    for path, data in artifacts.dicts.items():
+        tracker.log_dict(data, path)
+    for path, figure in artifacts.figures.items():
+        tracker.log_figure(figure, path)
+    rows = kind.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
     if rows:
         tracker.log_table(rows, "samples/final.json")
     if cfg.tracking.log_model:
         example = task.probes.take(slice(0, 2))
         expected = modeling.predict_logits(model, example.inputs)
-        tracker.log_dict(_example_json(example.inputs), "input_example.json")
+        tracker.log_dict(kind.input_example(example.inputs), "input_example.json")
         tracker.log_array(expected, "expected_output.npy")
         tracker.set_tags({"model_uri": tracker.log_model(model)})
     tracker.wait()  # the heatmaps: a failure fails the run
-
-
-def _example_json(inputs) -> dict:
-    if isinstance(inputs, list):
-        return {"source": inputs[0].tolist(), "target_in": inputs[1].tolist()}
-    return {"tokens": inputs.tolist()}

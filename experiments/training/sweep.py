@@ -1,21 +1,19 @@
-"""`sweep`: a parent MLflow run with one nested run per grid point."""
+"""A sweep: a parent MLflow run with one nested run per grid point, and their comparison."""
 
 from __future__ import annotations
 
 import itertools
 import sys
 
+import mlflow
 import yaml
+from matplotlib.figure import Figure
 
 from experiments import config as config_lib
-from experiments import tracking, training
-from experiments.config import ConfigError
-
-PRIMARY_METRIC = {
-    "classification": "test_accuracy",
-    "seq2seq": "test_exact_match",
-    "lm": "test_bits_per_char",
-}
+from experiments.errors import ConfigError
+from experiments.tracking import store
+from experiments.tracking.tracker import Tracker
+from experiments.training import run
 
 
 def parse_grid(specs: list[str]) -> list[tuple[str, list[str]]]:
@@ -46,21 +44,19 @@ def grid_points(grid) -> list[list[str]]:
 
 def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
     """Validate every point, then train each as a nested run; return the parent run id."""
-    import mlflow
-
     base = config_lib.read_yaml(path)
     points = grid_points(parse_grid(specs))
     prepared = [
-        training.prepare(config_lib.validate(config_lib.apply_overrides(base, overrides + p)))
+        run.prepare(config_lib.validate(config_lib.apply_overrides(base, overrides + p)))
         for p in points
     ]
-    client = tracking.connect()
+    client = store.connect()
     cfg0 = prepared[0].cfg
     parent = mlflow.start_run(
-        experiment_id=tracking.experiment_id(client, cfg0.tracking.experiment),
+        experiment_id=store.experiment_id(client, cfg0.tracking.experiment),
         run_name=cfg0.tracking.run_name or f"sweep-{prepared[0].task.name}",
     )
-    tracker = tracking.Tracker(client, parent.info.run_id)
+    tracker = Tracker(client, parent.info.run_id)
     status = "FAILED"
     try:
         tracker.set_tags({"sweep": "parent", "task": prepared[0].task.name})
@@ -69,15 +65,16 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
         rows = []
         for index, (point, item) in enumerate(zip(points, prepared), start=1):
             _progress(index, len(points), point)
-            child = training.execute(item, parent_run_id=parent.info.run_id)
+            child = run.execute(item, parent_run_id=parent.info.run_id)
             rows.append(_summary_row(client, child, point))
         _progress(len(points), len(points), ["done"], end="\n")
-        _log_comparison(tracker, rows, PRIMARY_METRIC[prepared[0].task.kind])
+        _log_comparison(tracker, rows, prepared[0].task.kind.primary_metric)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
         raise
     finally:
+        tracker.close()
         mlflow.end_run(status)
     return parent.info.run_id
 
@@ -101,8 +98,6 @@ def _summary_row(client, run_id: str, point: list[str]) -> dict:
 
 def _log_comparison(tracker, rows: list[dict], metric: str) -> None:
     """The comparison table (JSON + CSV) and a bar plot of the primary metric."""
-    from matplotlib.figure import Figure
-
     tracker.log_table(rows, "comparison.json")
     labels = [r["point"] for r in rows]
     values = [r.get(metric, float("nan")) for r in rows]

@@ -31,7 +31,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from experiments.config import ConfigError
+import tensorflow as tf
+
+from experiments._keras_compat import patch_keras_for_multi_worker
+from experiments.errors import ConfigError
 
 
 def tf_config() -> dict:
@@ -106,8 +109,6 @@ def make_strategy(name: str):
     """The `tf.distribute` strategy for `train.distribute` (None for `none`)."""
     if name == "none":
         return None
-    import tensorflow as tf
-
     if name == "mirrored":
         devices = [d.name for d in tf.config.list_logical_devices("GPU")]
         devices = devices or [d.name for d in tf.config.list_logical_devices("CPU")]
@@ -136,55 +137,6 @@ def check_batch(strategy, batch_size: int) -> None:
             f"invalid config:\n  train.batch_size: got {batch_size}; expected a multiple of "
             f"the {replicas} replicas in sync (batch_size is the global batch)"
         )
-
-
-def patch_keras_for_multi_worker() -> None:
-    """Make Keras 3's `fit` work under `MultiWorkerMirroredStrategy` (keras-team/keras#20585).
-
-    Keras 3's TensorFlow trainer breaks in two places when the strategy runs
-    in multi-worker mode: it builds the compile state from a first batch
-    reduced with `strategy.reduce("MEAN", batch)` (an error for integer
-    `PerReplica` batches), and it reduces each step's scalar metrics with
-    `strategy.reduce("MEAN", v, axis=0)` (an error for scalars). This takes
-    the local replica's batch for the first, and reduces scalars with
-    `axis=None` (the mean over all replicas of all workers) for the second.
-    Other strategies are untouched; calling this twice is harmless.
-    """
-    import tensorflow as tf
-    from keras.src.backend.tensorflow import trainer
-
-    if getattr(trainer.reduce_per_replica, "_multi_worker_patch", False):
-        return
-    reduce_original = trainer.reduce_per_replica
-    build_original = trainer.TensorFlowTrainer._maybe_symbolic_build
-    multi_worker = trainer._collective_all_reduce_multi_worker
-
-    def reduce_per_replica(values, strategy, reduction):
-        if reduction in ("auto", "mean") and multi_worker(strategy):
-            return tf.nest.map_structure(lambda v: strategy.reduce("MEAN", v, axis=None), values)
-        return reduce_original(values, strategy, reduction)
-
-    def maybe_symbolic_build(self, iterator=None, data_batch=None):
-        strategy = self._distribute_strategy
-        if strategy is None or not multi_worker(strategy):
-            return build_original(self, iterator=iterator, data_batch=data_batch)
-        if iterator is not None:
-            for _, _, it in iterator:
-                data_batch = tf.nest.map_structure(
-                    lambda v: (
-                        strategy.experimental_local_results(v)[0]
-                        if isinstance(v, tf.distribute.DistributedValues)
-                        else v
-                    ),
-                    next(it),
-                )
-                break
-        with strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
-
-    reduce_per_replica._multi_worker_patch = True
-    trainer.reduce_per_replica = reduce_per_replica
-    trainer.TensorFlowTrainer._maybe_symbolic_build = maybe_symbolic_build
 
 
 class NullTracker:

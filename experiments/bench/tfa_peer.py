@@ -3,8 +3,8 @@
 Standalone; runs ONLY under the separate TF 2.15 + tensorflow-addons 0.23 interpreter
 (tfa is not a project dependency, and this script does not import the project)::
 
-    /work/tfa-venv/bin/python experiments/bench_tfa_peer.py --jit 0 --repeats 20 --warmup 3
-    /work/tfa-venv/bin/python experiments/bench_tfa_peer.py --jit 1 --repeats 20 --warmup 3
+    /work/tfa-venv/bin/python experiments/bench/tfa_peer.py --jit 0 --repeats 20 --warmup 3
+    /work/tfa-venv/bin/python experiments/bench/tfa_peer.py --jit 1 --repeats 20 --warmup 3
 
 Workload (defaults): memory (B=64, S=50, 256) with per-example lengths in [S/2, S]
 (``memory_sequence_length`` masking), decoder inputs (64, 30, 256),
@@ -54,6 +54,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    # Here, not at the top: only the tfa interpreter has tensorflow_addons, and this file sits
+    # in the project's package, where tools that walk it must still be able to import it.
     import numpy as np
     import tensorflow as tf
     import tensorflow_addons as tfa

@@ -1,17 +1,16 @@
 """Tracking that survives a remote MLflow server going away.
 
-- `check_server(uri)`: before a run touches a remote server, make sure it
-  answers within 15 s (`ATTN_RNN_TRACKING_TIMEOUT` overrides); otherwise raise
-  `TrackingUnavailable`, which the CLI turns into exit code 3.
 - `ResilientTracker`: the runner's `Tracker` whose MLflow calls are retried
-  with exponential backoff; a call that still fails is written to the run's
-  local spool (`<checkpoint folder>/spool`, see `experiments.spool`) and
-  training goes on. After a failure the link stays "offline" for a cool-down
-  period, so an outage costs one round of retries, not one per call.
-  `flush()` uploads the spool (done automatically at the end of the run);
-  `python -m experiments sync RUN_ID` does it later.
+  with exponential backoff; a call that still fails with a transient error
+  (see `transient.is_transient`: the server unreachable or busy, never a
+  local error) is written to the run's local spool (`<checkpoint
+  folder>/spool`, see `spool`) and training goes on. After a failure the
+  link stays "offline" for a cool-down period, so an outage costs one round
+  of retries, not one per call. `flush()` uploads the spool (done
+  automatically at the end of the run); `python -m experiments sync RUN_ID`
+  does it later.
 - `end_run`: end the active run even when the server is down (the final
-  status is then spooled too).
+  status is then spooled too), and stop the tracker's artifact thread.
 
 Nothing is lost (every failed call is spooled) and nothing is logged twice
 (metrics carry an explicit step and are checked against the run's history
@@ -22,120 +21,23 @@ place).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
-from experiments import spool as spool_lib
-from experiments import tracking
+import keras
+import mlflow
+import pandas as pd
+import yaml
 
-EXIT_TRACKING_UNAVAILABLE = 3
+import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
+from experiments.errors import Offline
+from experiments.tracking import spool as spool_lib
+from experiments.tracking.tracker import Tracker
+from experiments.tracking.transient import is_transient
+
 SPOOLED_MODEL_URI = "spooled: run `python -m experiments sync RUN_ID` to upload"
-DEFAULT_CHECK_SECONDS = 15.0
-
-
-class TrackingUnavailable(Exception):
-    """The tracking server cannot be reached; the CLI exits with code 3."""
-
-
-class RunFailed(Exception):
-    """The run stopped on purpose (e.g. a non-finite loss); the CLI exits with code 1."""
-
-
-class NonFiniteLoss(RunFailed):
-    """The training loss became NaN or infinite."""
-
-
-class Offline(Exception):
-    """Raised by `Link.call` when the server did not answer after retries."""
-
-
-# --- the reachability check ---------------------------------------------------
-
-
-def is_remote(uri: str) -> bool:
-    return urlparse(uri).scheme in ("http", "https")
-
-
-def check_server(uri: str, timeout: float | None = None) -> None:
-    """Raise `TrackingUnavailable` unless the server at `uri` answers within `timeout` s.
-
-    Only `http(s)://` URIs are checked; any HTTP answer below 500 from
-    `<uri>/health` counts as reachable. Connection errors are retried until
-    the deadline, so a server that is still starting up is waited for.
-    """
-    if not is_remote(uri):
-        return
-    if timeout is None:
-        timeout = float(os.environ.get("ATTN_RNN_TRACKING_TIMEOUT", DEFAULT_CHECK_SECONDS))
-    deadline = time.monotonic() + timeout
-    url = uri.rstrip("/") + "/health"
-    problem = "no answer"
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        try:
-            with urllib.request.urlopen(url, timeout=max(0.5, min(5.0, left))) as answer:
-                if answer.status < 500:
-                    return
-                problem = f"HTTP {answer.status}"
-        except urllib.error.HTTPError as err:
-            if err.code < 500:
-                return
-            problem = f"HTTP {err.code}"
-        except (OSError, ValueError) as err:
-            problem = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-    raise TrackingUnavailable(
-        f"the MLflow tracking server at {uri} did not answer within {timeout:g} s "
-        f"({problem}). Start it (for example `mlflow server --host 127.0.0.1 --port 5000 "
-        "--backend-store-uri sqlite:///mlflow.db --serve-artifacts`), fix "
-        "MLFLOW_TRACKING_URI, or unset it to use the local store. Nothing was trained "
-        "or logged."
-    )
-
-
-def configure_http(uri: str) -> None:
-    """Make MLflow's own HTTP retries short; `Link` does the retrying and spooling.
-
-    MLflow retries a failed request 7 times with exponential backoff by
-    default (minutes per call during an outage). Explicit settings in the
-    environment win.
-    """
-    if is_remote(uri):
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-
-
-# --- retrying -------------------------------------------------------------------
-
-
-def is_transient(err: BaseException) -> bool:
-    """Whether `err` looks like the server being unreachable, not a bad request."""
-    if isinstance(err, OSError):  # ConnectionError, timeouts, requests' exceptions
-        return True
-    try:
-        import requests
-
-        if isinstance(err, requests.RequestException):
-            return True
-    except ImportError:  # pragma: no cover - mlflow depends on requests
-        pass
-    try:
-        from mlflow.exceptions import MlflowException
-    except ImportError:  # pragma: no cover
-        return False
-    if isinstance(err, MlflowException):
-        transient_codes = ("TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "INTERNAL_ERROR")
-        text = str(err)
-        return err.error_code in transient_codes or "API request to" in text
-    return False
 
 
 class Link:
@@ -226,11 +128,12 @@ class SpoolingClient:
         if not self._try(self._client.set_tag, run_id, key, value, **kwargs):
             self._spool.append({"op": "tags", "tags": {key: str(value)}})
 
-    def _spool_bytes(self, artifact_path: str, write) -> None:
+    def _spool_bytes(self, artifact_path: str, write, op: str = "artifact") -> None:
+        """Spool a file that `write(path)` writes, to be uploaded as `artifact_path`."""
         tmp, final = self._spool.new_file(Path(artifact_path).name)
         write(tmp)
         name = self._spool.commit_file(tmp, final)
-        self._spool.append({"op": "artifact", "file": name, "path": artifact_path})
+        self._spool.append({"op": op, "file": name, "path": artifact_path})
 
     def log_text(self, run_id, text, artifact_file):
         if not self._try(self._client.log_text, run_id, text, artifact_file):
@@ -241,8 +144,6 @@ class SpoolingClient:
             return
 
         def write(path: Path) -> None:
-            import yaml
-
             if Path(artifact_file).suffix in (".yml", ".yaml"):
                 text = yaml.safe_dump(dictionary, indent=2, default_flow_style=False)
             else:
@@ -260,14 +161,9 @@ class SpoolingClient:
     def log_table(self, run_id, data, artifact_file):
         if self._try(self._client.log_table, run_id, data, artifact_file):
             return
-        import pandas as pd
-
         frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-        payload = json.loads(frame.to_json(orient="split", index=False))
-        tmp, final = self._spool.new_file(Path(artifact_file).name)
-        tmp.write_text(json.dumps(payload), encoding="utf-8")
-        name = self._spool.commit_file(tmp, final)
-        self._spool.append({"op": "table", "file": name, "path": artifact_file})
+        payload = json.dumps(json.loads(frame.to_json(orient="split", index=False)))
+        self._spool_bytes(artifact_file, lambda p: p.write_text(payload, "utf-8"), op="table")
 
     def log_artifact(self, run_id, local_path, artifact_path=None):
         if self._try(self._client.log_artifact, run_id, local_path, artifact_path):
@@ -277,7 +173,7 @@ class SpoolingClient:
         self._spool_bytes(target, lambda p: shutil.copyfile(local_path, p))
 
 
-class ResilientTracker(tracking.Tracker):
+class ResilientTracker(Tracker):
     """The runner's `Tracker`, with retries and a local spool under `folder/spool`."""
 
     def __init__(self, client, run_id: str, folder: Path, link: Link | None = None):
@@ -321,7 +217,7 @@ class ResilientTracker(tracking.Tracker):
                 self.spool,
                 self.raw_client,
                 self.run_id,
-                log_model=lambda path: tracking.Tracker.log_model(self, load_keras(path)),
+                log_model=lambda path: Tracker.log_model(self, load_keras(path)),
             )
         except Exception as err:  # noqa: BLE001 - never fail a finished run over its spool
             if not isinstance(err, Offline):
@@ -337,27 +233,35 @@ class ResilientTracker(tracking.Tracker):
         self.spool.clear()
         return True
 
+    def close(self) -> None:
+        """Stop the artifact thread, then fsync and close the spool's files."""
+        super().close()
+        self.spool.close()
+
 
 def load_keras(path) -> object:
     """Load a `.keras` file with `safe_mode=True` (no lambdas, no arbitrary code)."""
-    import keras
-
-    import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes
-
     return keras.saving.load_model(path, safe_mode=True)
 
 
 def end_run(tracker, status: str) -> None:
-    """Upload the spool, then end the active run with `status`, spooling it if offline."""
-    import mlflow
+    """Upload the spool, then end the active run with `status`, spooling it if offline.
 
-    if isinstance(tracker, ResilientTracker):
-        tracker.flush()
+    The tracker's artifact thread is stopped in any case.
+    """
+    try:
+        _end_run(tracker, status)
+    finally:
+        tracker.close()
+
+
+def _end_run(tracker: ResilientTracker, status: str) -> None:
+    tracker.flush()
     try:
         mlflow.end_run(status)  # pops the local active run first, then tells the server
         return
     except Exception as err:  # noqa: BLE001 - only an unreachable server is tolerated
-        if not isinstance(tracker, ResilientTracker) or not is_transient(err):
+        if not is_transient(err):
             raise
     end_time = int(time.time() * 1000)
     try:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import keras
 
-from experiments import checkpoints
-from experiments.resilient import NonFiniteLoss
+from experiments.errors import NonFiniteLoss
+from experiments.training import checkpoints
 
 
 class NonFiniteLossGuard(keras.callbacks.Callback):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import rng_state
+from experiments.training import rng_state
 
 
 def save(folder: Path, model, epoch: int, state: dict) -> Path:

@@ -1,0 +1,39 @@
+"""The side-by-side benchmarks, by family, and their goals: the project against its peer.
+
+Every benchmark takes the run's `common.Options` and returns the fields of
+`timing.paired` plus its `shapes`, what `project` and `peer` are, and
+anything it measured on the side; one that cannot run here raises
+`common.Skip` with the reason. `BENCHMARKS` is the registry, in report order.
+"""
+
+from __future__ import annotations
+
+from experiments.bench.cases import decoder, generation, layers, tracking
+
+GOALS = {
+    "pooling_overhead": "<=1.10",
+    "causal_dot_vs_keras": "<=1.05",
+    "additive_vs_keras": "<=1.00",
+    "decoder_vs_tfa": ">=1.3",
+    "luong_parallel_speedup": ">=2",
+    "generation_cache_speedup": ">=10",
+    "beam4_cost": "<=5",
+    "tracking_overhead": "<=1.05",
+}
+
+BENCHMARKS = {
+    "pooling_overhead": layers.pooling_overhead,
+    "causal_dot_vs_keras": layers.causal_dot_vs_keras,
+    "additive_vs_keras": layers.additive_vs_keras,
+    "decoder_vs_tfa": decoder.decoder_vs_tfa,
+    "luong_parallel_speedup": decoder.luong_parallel_speedup,
+    "generation_cache_speedup": generation.generation_cache_speedup,
+    "beam4_cost": generation.beam4_cost,
+    "tracking_overhead": tracking.tracking_overhead,
+}
+
+
+def goal_met(goal: str, ratio: float) -> bool:
+    """Whether `ratio` meets a goal written `"<=1.10"` or `">=10"`."""
+    bound = float(goal[2:])
+    return ratio <= bound if goal.startswith("<=") else ratio >= bound

@@ -1,0 +1,232 @@
+"""Decoder benchmarks: the training step of `AttentionDecoder` (Bahdanau, in the loop) and
+of the Luong decoder (parallel), against each other and against tfa in a second interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import keras
+import numpy as np
+from keras import ops
+
+from experiments.bench import timing
+from experiments.bench.cases.common import Options, Skip, adam, compiled_step, random_generator
+from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
+
+# Run as a script by the `--tfa-python` interpreter (TF 2.15 + tensorflow-addons), never imported.
+TFA_PEER_SCRIPT = Path(__file__).resolve().parents[1] / "tfa_peer.py"
+
+
+def _decoder_data(options: Options):
+
+    s = options.sizes["decoder"]
+    b, src, tgt, u, v = s["batch"], s["source_len"], s["target_len"], s["units"], s["vocab"]
+    rng = random_generator(options)
+    memory = rng.standard_normal((b, src, u)).astype("float32")
+    lengths = rng.integers(max(1, src // 2), src + 1, size=(b,))
+    memory_mask = np.arange(src)[None, :] < lengths[:, None]
+    inputs = rng.standard_normal((b, tgt, u)).astype("float32")
+    targets = rng.integers(0, v, size=(b, tgt)).astype("int32")
+    return s, tuple(ops.convert_to_tensor(a) for a in (memory, memory_mask, inputs, targets))
+
+
+def decoder_step(
+    kind: str, options: Options, jit_compile: bool, score: str = "additive"
+) -> Callable[[], float]:
+    """A training step of a Bahdanau (in-loop) or Luong (parallel) decoder.
+
+    The workload of `tfa_peer.py`: memory `(B, S, U)` with per-example
+    lengths in `[S/2, S]`, decoder inputs `(B, T, U)`, additive attention
+    with `U` units (or another `score`), LSTM(U), attention layer of size
+    `U`, `Dense(V)` projection, sparse cross-entropy from logits and an Adam
+    update.
+    """
+
+    s, (memory, memory_mask, inputs, targets) = _decoder_data(options)
+    u = s["units"]
+    units = {"units": u} if score == "additive" else {}
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    projection = keras.layers.Dense(s["vocab"])
+    if kind == "bahdanau":
+        decoder = AttentionDecoder(
+            keras.layers.LSTMCell(u), score=score, attention_layer_size=u, **units
+        )
+        layers = [decoder, projection]
+
+        def hidden():
+            return decoder([inputs, memory], mask=[None, memory_mask])
+    else:
+        rnn = keras.layers.LSTM(u, return_sequences=True)
+        attention = SequenceAttention(score=score, **units)
+        attention_layer = keras.layers.Dense(u, activation="tanh", use_bias=False)
+        layers = [rnn, attention, attention_layer, projection]
+
+        def hidden():
+            h = rnn(inputs)
+            context = attention([h, memory], mask=[None, memory_mask])
+            return attention_layer(ops.concatenate([h, context], axis=-1))
+
+    return compiled_step(
+        lambda: loss_fn(targets, projection(hidden())),
+        lambda: [w for layer in layers for w in layer.trainable_variables],
+        jit_compile,
+        optimizer=adam(),
+    )
+
+
+def luong_parallel_speedup(options: Options) -> dict:
+    """Luong decoder (LSTM over all steps, then SequenceAttention) vs in-loop AttentionDecoder.
+
+    Both sides use the same score: Luong's own `general` for the reported
+    ratio, and the additive score of the decoder benchmark as a variant (its
+    B*T*S*U tanh work is the same in and out of the loop, so it gains less).
+    """
+    r = options.repeats
+    project = decoder_step("luong", options, options.jit_compile, score="general")
+    peer = decoder_step("bahdanau", options, options.jit_compile, score="general")
+    result = timing.paired(project, peer, r["step"], r["warmup"], speedup=True)
+    project = decoder_step("luong", options, options.jit_compile)
+    peer = decoder_step("bahdanau", options, options.jit_compile)
+    additive = timing.paired(project, peer, max(1, r["step"] // 2), r["warmup"], speedup=True)
+    return {
+        **result,
+        "project": "Luong: LSTM(U) over the target, SequenceAttention(general) over the "
+        "memory, tanh attention layer, Dense(V), Adam step",
+        "peer": "AttentionDecoder(LSTMCell(U), general, attention_layer_size=U) with input "
+        "feeding, Dense(V), Adam step",
+        "score_additive": {
+            k: additive[k]
+            for k in ("ratio", "spread", "project_s", "peer_s", "ratio_of_minimums", "repeats")
+        },
+        "shapes": options.sizes["decoder"],
+    }
+
+
+def _run_tfa(options: Options, jit: bool, repeats: int, warmup: int) -> dict:
+    s = options.sizes["decoder"]
+    command = [
+        options.tfa_python,
+        str(TFA_PEER_SCRIPT),
+        f"--jit={int(jit)}",
+        f"--repeats={repeats}",
+        f"--warmup={warmup}",
+        f"--batch={s['batch']}",
+        f"--source-len={s['source_len']}",
+        f"--target-len={s['target_len']}",
+        f"--units={s['units']}",
+        f"--vocab={s['vocab']}",
+        f"--seed={options.seed}",
+    ]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"tfa peer failed (exit {done.returncode}): {' | '.join(tail)}")
+    return json.loads(lines[-1])
+
+
+def decoder_vs_tfa(options: Options) -> dict:
+    """AttentionDecoder training step vs tfa AttentionWrapper + RNN in a second interpreter.
+
+    The peer cannot share this process (TF 2.15 + tfa vs TF 2.21 + Keras 3),
+    so the alternation is by blocks: each round times a block of project
+    steps here, then runs the peer script for a block of the same size (its
+    own warm-up excluded), the order alternating from round to round. Both
+    sides are measured with and without XLA; the speedup compares each
+    side's fastest mode.
+    """
+    if not options.tfa_python:
+        raise Skip(
+            "no --tfa-python given: the tfa peer needs a second interpreter with "
+            "TF 2.15 + tensorflow-addons (e.g. --tfa-python /work/tfa-venv/bin/python)"
+        )
+    if not Path(options.tfa_python).exists():
+        raise Skip(f"--tfa-python {options.tfa_python} does not exist")
+    r = options.repeats
+    block = r["step"]
+    modes = {"graph": False, "xla": True}
+    project_steps, errors = {}, {}
+    for mode, jit in modes.items():
+        try:
+            step = decoder_step("bahdanau", options, jit)
+            for _ in range(r["warmup"]):
+                step()
+            project_steps[mode] = step
+        except Exception as err:  # e.g. an op XLA cannot compile: report, keep the other mode
+            errors[f"project_{mode}"] = f"{type(err).__name__}: {str(err)[:300]}"
+    project_blocks = {m: [] for m in modes}
+    peer_blocks = {m: [] for m in modes}
+    peer_info = {}
+    for round_index in range(r["tfa_rounds"]):
+        for mode, jit in modes.items():
+            if f"peer_{mode}" in errors and mode not in project_steps:
+                continue
+
+            def project_block(mode=mode):
+                if mode in project_steps:
+                    times = [timing.clock(project_steps[mode]) for _ in range(block)]
+                    project_blocks[mode].append(times)
+
+            def peer_block(mode=mode, jit=jit):
+                if f"peer_{mode}" in errors:
+                    return
+                try:
+                    record = _run_tfa(options, jit, block, r["warmup"])
+                except Exception as err:
+                    errors[f"peer_{mode}"] = f"{type(err).__name__}: {str(err)[:300]}"
+                    return
+                peer_blocks[mode].append(record["times_s"])
+                peer_info.update({k: record[k] for k in ("tf", "tfa", "optimizer") if k in record})
+
+            if round_index % 2 == 0:
+                project_block()
+                peer_block()
+            else:
+                peer_block()
+                project_block()
+
+    def med(blocks):
+        return float(np.median([t for b in blocks for t in b])) if blocks else None
+
+    per_mode = {}
+    for mode in modes:
+        p, q = med(project_blocks[mode]), med(peer_blocks[mode])
+        per_mode[mode] = {
+            "project_s": p,
+            "peer_s": q,
+            "speedup": (q / p) if p and q else None,
+            "jit_compile": modes[mode],
+        }
+    project_modes = [m for m in modes if per_mode[m]["project_s"]]
+    peer_modes = [m for m in modes if per_mode[m]["peer_s"]]
+    if not project_modes or not peer_modes:
+        raise RuntimeError(f"no mode measured on both sides: {errors}")
+    best_project = min(project_modes, key=lambda m: per_mode[m]["project_s"])
+    best_peer = min(peer_modes, key=lambda m: per_mode[m]["peer_s"])
+    rounds = min(len(project_blocks[best_project]), len(peer_blocks[best_peer]))
+    project_times = [float(np.median(b)) for b in project_blocks[best_project][:rounds]]
+    peer_times = [float(np.median(b)) for b in peer_blocks[best_peer][:rounds]]
+    result = timing.summarize(project_times, peer_times, speedup=True)
+    result["spread"]["what"] = "quartiles and extremes of the per-round ratios of block medians"
+    return {
+        **result,
+        "project_s": per_mode[best_project]["project_s"],
+        "peer_s": per_mode[best_peer]["peer_s"],
+        "project": f"AttentionDecoder(LSTMCell(U), additive, attention_layer_size=U), Dense(V), "
+        f"Adam step in one tf.function; fastest mode: {best_project}",
+        "peer": f"tfa AttentionWrapper(BahdanauAttention(U), LSTMCell(U)) + tf.keras RNN, "
+        f"same step (experiments/bench/tfa_peer.py); fastest mode: {best_peer}",
+        "modes": per_mode,
+        "fastest": {"project": best_project, "peer": best_peer},
+        "peer_versions": peer_info,
+        "block": block,
+        "method": "blocks alternating between this process and the peer interpreter",
+        "errors": errors or None,
+        "shapes": options.sizes["decoder"],
+    }

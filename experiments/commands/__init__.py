@@ -1,0 +1,40 @@
+"""Command line: `python -m experiments COMMAND ...` (also installed as `attn-rnn`).
+
+Each command is one module of this package with `add_parser(subparsers)`,
+which adds its parser and sets `handler=<function(args) -> int>`; `COMMANDS`
+lists them, in the order `--help` shows them. Errors of the runner become
+exit codes through `errors.EXITS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from experiments import errors
+from experiments.commands import bench, listing, resume, run, sweep, sync, ui
+
+COMMANDS = (run, sweep, resume, ui, listing, bench, sync)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser: one sub-command per module in `COMMANDS`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments",
+        description="Train attention RNNs on ready tasks, tracked in MLflow.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except tuple(errors.EXITS) as err:
+        exit_ = errors.exit_for(err)
+        print(f"{exit_.prefix}: {err}", file=sys.stderr)
+        return exit_.code

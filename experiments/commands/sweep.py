@@ -1,0 +1,26 @@
+"""`sweep CONFIG --grid k=v1,v2 ...`: one nested run per grid point under a parent run."""
+
+from __future__ import annotations
+
+from experiments import config
+from experiments.commands import common
+from experiments.training import sweep
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("sweep", help="one nested run per grid point under a parent run")
+    common.add_config_arguments(parser, "YAML config file or ready config name")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="values to try for one key; several --grid flags form a product",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    path = config.resolve_config_path(args.config)
+    common.report(sweep.run_sweep(path, args.grid, args.overrides))
+    return 0

@@ -1,0 +1,57 @@
+"""Every exception of the runner and the exit code `main` turns each into.
+
+`EXITS` is the one table from exception type to exit code (and the prefix of
+the message printed on stderr); `commands.main` looks errors up there and
+nowhere else. Anything not in the table is a bug and propagates with its
+traceback.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class ConfigError(Exception):
+    """A config, an override, a command-line value or a task's data is invalid (exit 2)."""
+
+
+class TrackingUnavailable(Exception):
+    """The tracking server cannot be reached before a run starts (exit 3)."""
+
+
+class RunFailed(Exception):
+    """The run stopped on purpose, e.g. on a non-finite loss (exit 1)."""
+
+
+class NonFiniteLoss(RunFailed):
+    """The training loss became NaN or infinite."""
+
+
+class Offline(Exception):
+    """Internal to tracking: the server did not answer after retries (the call is spooled)."""
+
+
+class Exit(NamedTuple):
+    """How `main` reports one kind of error: exit code and message prefix."""
+
+    code: int
+    prefix: str
+
+
+EXIT_CONFIG = 2
+EXIT_TRACKING_UNAVAILABLE = 3
+EXIT_RUN_FAILED = 1
+
+EXITS: dict[type[Exception], Exit] = {
+    ConfigError: Exit(EXIT_CONFIG, "error"),
+    TrackingUnavailable: Exit(EXIT_TRACKING_UNAVAILABLE, "error"),
+    RunFailed: Exit(EXIT_RUN_FAILED, "error: run failed"),
+}
+
+
+def exit_for(err: BaseException) -> Exit | None:
+    """The table entry for `err` (subclasses included), or None when it is not a runner error."""
+    for kind, exit_ in EXITS.items():
+        if isinstance(err, kind):
+            return exit_
+    return None

@@ -1,0 +1,168 @@
+"""`TaskKind`: what a kind of task decides, in one object per kind.
+
+A kind is the model a task trains and how it is judged: the model class
+and its defaults, the config values it refuses, the loss and compiled
+metrics, the metrics evaluated each epoch and at the end, the attention
+heatmaps of the probes, sample generations, final artifacts, the input
+example logged with the model, and the tokens an epoch processes.
+
+Kinds produce data (numbers, rows, figures); training logs them. They never
+import training or tracking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import keras
+import numpy as np
+
+from experiments.config import ExperimentConfig, GenerateConfig
+from experiments.tasks import metrics, modeling
+from experiments.tasks.vocab import PAD
+
+if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
+    from matplotlib.figure import Figure
+
+    from experiments.tasks.split import Split
+    from experiments.tasks.task import Task
+
+
+@dataclass
+class Artifacts:
+    """Files a kind adds at the end of a run: JSON documents and figures, by artifact path."""
+
+    dicts: dict[str, dict] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+
+class TaskKind:
+    """Base of the task kinds; a subclass sets the class attributes and overrides what differs.
+
+    Attributes:
+        name: the kind's registry name (`Task(kind=name)`).
+        model_type: the `keras_attn_rnn.models` class it trains.
+        default_score: the attention score when `model.attention.score` is unset.
+        default_bidirectional: the encoder's direction when `model.bidirectional` is unset.
+        metric_names: what `evaluate` returns besides the attention statistics;
+            logged as `val_<name>` each epoch and `test_<name>` at the end.
+        fit_metrics: metrics compiled into the model (logged by `fit` each epoch).
+        primary_metric: the test metric a sweep compares its points on.
+        ignore_padding: whether the loss skips `<pad>` targets.
+    """
+
+    name: str
+    model_type: str
+    default_score: str
+    default_bidirectional: bool = False
+    metric_names: tuple[str, ...] = ()
+    fit_metrics: tuple[str, ...] = ()
+    primary_metric: str
+    ignore_padding: bool = True
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    # --- config and model -------------------------------------------------------
+
+    def check(self, cfg: ExperimentConfig) -> None:
+        """Raise `ConfigError` for config values this kind cannot train (none by default)."""
+
+    def score(self, cfg: ExperimentConfig) -> str:
+        """The attention score in use: the configured one or the kind's default."""
+        return cfg.model.attention.score or self.default_score
+
+    def bidirectional(self, cfg: ExperimentConfig) -> bool:
+        """The encoder's direction: the configured one or the kind's default."""
+        if cfg.model.bidirectional is None:
+            return self.default_bidirectional
+        return cfg.model.bidirectional
+
+    def build_model(self, cfg: ExperimentConfig, task: Task) -> keras.Model:
+        """The task's model from `cfg.model` (uncompiled, unbuilt)."""
+        raise NotImplementedError
+
+    def attention(self, cfg: ExperimentConfig) -> dict:
+        """The `attention=` argument of the model: score and units."""
+        return {"score": self.score(cfg), "units": cfg.model.attention.units}
+
+    def loss(self) -> keras.losses.Loss:
+        """Sparse cross-entropy on logits, skipping `<pad>` targets when `ignore_padding`."""
+        return keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=PAD if self.ignore_padding else None
+        )
+
+    # --- metrics ------------------------------------------------------------------
+
+    def epoch_metric_names(self, task: Task) -> set[str]:
+        """The metrics this kind adds to each epoch's logs (see `evaluate` and `fit_metrics`)."""
+        names = {f"val_{n}" for n in self.metric_names} | set(self.fit_metrics)
+        names.add("attention_entropy")
+        if task.val.alignment is not None:
+            names.add("alignment_accuracy")
+        return names
+
+    def evaluate(self, model, task: Task, split: Split) -> dict[str, float]:
+        """`metric_names` on `split`, plus `alignment_accuracy` (when known) and `attention_entropy`."""
+        logits, weights = modeling.forward(model, split)
+        out = self.task_metrics(model, task, split, logits)
+        if split.alignment is not None:
+            out["alignment_accuracy"] = metrics.alignment_accuracy(weights, split.alignment)
+        out["attention_entropy"] = metrics.attention_entropy(weights, self.attended_rows(split))
+        return out
+
+    def task_metrics(self, model, task: Task, split: Split, logits: np.ndarray) -> dict:
+        """The values of `metric_names` on `split`, given the model's logits on it."""
+        raise NotImplementedError
+
+    def attended_rows(self, split: Split) -> np.ndarray | None:
+        """Which attention rows count for the entropy (None: all): the non-padding targets."""
+        return split.y != PAD
+
+    # --- generation -----------------------------------------------------------------
+
+    def decode_length(self, task: Task, gen_cfg: GenerateConfig) -> int:
+        """How many tokens to generate: `generate.max_length`, else 100."""
+        return gen_cfg.max_length or 100
+
+    def decode(self, model, gen_cfg: GenerateConfig, prompts, max_length: int) -> np.ndarray:
+        """Generated token ids (B, max_length) for `prompts`."""
+        return modeling.decode(model, gen_cfg, prompts, max_length)
+
+    def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:
+        """A table of `count` sample generations (none by default, or when `count` is 0)."""
+        return []
+
+    # --- plots and artifacts ------------------------------------------------------------
+
+    def probe_heatmaps(self, model, task: Task, epoch: int | None = None) -> list[tuple[str, dict]]:
+        """Each probe's attention as `(name, plot_attention kwargs)`: the model part of a heatmap."""
+        logits, weights = modeling.attention_weights(model, task.probes.inputs)
+        suffix = "" if epoch is None else f" (epoch {epoch})"
+        heatmaps = []
+        for i in range(len(task.probes)):
+            source = task.vocab.labels(task.probes.x[i])
+            rows, source, targets, title = self.heatmap(task, i, source, logits[i], weights[i])
+            kwargs = dict(
+                weights=rows, source_tokens=source, target_tokens=targets, title=title + suffix
+            )
+            heatmaps.append((f"probe_{i}", kwargs))
+        return heatmaps
+
+    def heatmap(self, task: Task, i: int, source: list[str], logits, weights) -> tuple:
+        """(weights rows, source tokens, target tokens, title) of probe `i`."""
+        raise NotImplementedError
+
+    def final_artifacts(self, model, task: Task, split: Split) -> Artifacts:
+        """What the end of a run adds besides metrics, heatmaps and samples (nothing by default)."""
+        return Artifacts()
+
+    def input_example(self, inputs) -> dict:
+        """The model's input as JSON, logged beside the model (not `log_model(input_example=)`:
+        MLflow issue 16183)."""
+        return {"tokens": inputs.tolist()}
+
+    def tokens_per_epoch(self, split: Split) -> int:
+        """The non-padding tokens one epoch over `split` feeds the model."""
+        return int((split.x != PAD).sum())

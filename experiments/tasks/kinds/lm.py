@@ -1,0 +1,51 @@
+"""`lm`: next-token prediction, from `AttentiveLanguageModel` (causal self-attention)."""
+
+from __future__ import annotations
+
+from experiments.tasks import metrics
+from experiments.tasks.kinds.base import TaskKind
+from keras_attn_rnn import models
+
+HEATMAP_TOKENS = 32  # a probe's causal heatmap shows its first tokens only
+
+
+class LanguageModel(TaskKind):
+    """RNN -> causal SequenceAttention over its own past states -> next-token logits."""
+
+    name = "lm"
+    model_type = "AttentiveLanguageModel"
+    default_score = "dot"
+    metric_names = ("perplexity", "bits_per_char")
+    primary_metric = "test_bits_per_char"
+
+    def build_model(self, cfg, task):
+        m = cfg.model
+        return models.AttentiveLanguageModel(
+            vocab_size=len(task.vocab),
+            num_layers=m.num_layers,
+            attention={**self.attention(cfg), "window": m.attention.window},
+            embedding_dim=m.embedding_dim,
+            units=m.units,
+            rnn=m.rnn,
+            dropout=m.dropout,
+        )
+
+    def task_metrics(self, model, task, split, logits):
+        return metrics.language_model_metrics(split.y, logits)
+
+    def sample_rows(self, model, task, gen_cfg, count):
+        """Continuations of `generate.prompts` (else the task's prompts), at most `count`."""
+        if count == 0:
+            return []
+        prompts = (gen_cfg.prompts or task.prompts)[:count]
+        ids = [task.vocab.encode(p) for p in prompts]
+        decoded = self.decode(model, gen_cfg, ids, self.decode_length(task, gen_cfg))
+        return [
+            {"prompt": p, "continuation": task.vocab.decode(row)}
+            for p, row in zip(prompts, decoded)
+        ]
+
+    def heatmap(self, task, i, source, logits, weights):
+        n = min(HEATMAP_TOKENS, len(source))
+        tokens = source[:n]
+        return weights[:n, :n], tokens, tokens, f"probe {i}: causal self-attention"

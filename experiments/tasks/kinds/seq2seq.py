@@ -1,0 +1,91 @@
+"""`seq2seq`: source sequence -> target sequence, from `Seq2Seq` (Bahdanau or Luong)."""
+
+from __future__ import annotations
+
+from experiments.config import GenerateConfig
+from experiments.errors import ConfigError
+from experiments.tasks import metrics, modeling
+from experiments.tasks.kinds.base import TaskKind
+from experiments.tasks.vocab import END, PAD, START
+from keras_attn_rnn import models
+
+GREEDY = GenerateConfig(strategy="greedy")  # exact match is measured on greedy decoding
+
+
+class Seq2Seq(TaskKind):
+    """Encoder RNN -> attention decoder, trained with teacher forcing."""
+
+    name = "seq2seq"
+    model_type = "Seq2Seq"
+    default_score = "additive"
+    metric_names = ("token_accuracy", "exact_match")
+    primary_metric = "test_exact_match"
+
+    def check(self, cfg):
+        if cfg.model.num_layers != 1:
+            raise ConfigError(
+                f"invalid config:\n  model.num_layers: got {cfg.model.num_layers}; expected 1 for "
+                "a seq2seq task (its encoder and decoder have one RNN layer each)"
+            )
+
+    def build_model(self, cfg, task):
+        m = cfg.model
+        return models.Seq2Seq(
+            source_vocab=len(task.vocab),
+            target_vocab=len(task.output_vocab),
+            bidirectional=self.bidirectional(cfg),
+            decoder=m.decoder,
+            attention=self.attention(cfg),
+            attention_layer_size=m.attention_layer_size,
+            embedding_dim=m.embedding_dim,
+            units=m.units,
+            rnn=m.rnn,
+            dropout=m.dropout,
+        )
+
+    def task_metrics(self, model, task, split, logits):
+        """Teacher-forced token accuracy, and exact match of greedy decoding."""
+        decoded = self.decode(model, GREEDY, split.x, self.decode_length(task, GREEDY))
+        return {
+            "token_accuracy": metrics.token_accuracy(split.y, logits),
+            "exact_match": metrics.exact_match(split.y, decoded),
+        }
+
+    def decode_length(self, task, gen_cfg):
+        """`generate.max_length`, else the task's target length."""
+        return gen_cfg.max_length or task.val.y.shape[1]
+
+    def decode(self, model, gen_cfg, prompts, max_length):
+        """Decoding starts at `<s>` and stops at `</s>`."""
+        return modeling.decode(model, gen_cfg, prompts, max_length, eos_id=END, start_id=START)
+
+    def sample_rows(self, model, task, gen_cfg, count):
+        """Source, target, prediction and whether they match, for the first `count` test rows."""
+        if count == 0:
+            return []
+        split = task.test.take(slice(0, count))
+        decoded = self.decode(model, gen_cfg, split.x, self.decode_length(task, gen_cfg))
+        rows = []
+        for i in range(len(split)):
+            target = task.output_vocab.decode(split.y[i])
+            prediction = task.output_vocab.decode(decoded[i])
+            rows.append(
+                {
+                    "source": task.vocab.decode(split.x[i]),
+                    "target": target,
+                    "prediction": prediction,
+                    "correct": target == prediction,
+                }
+            )
+        return rows
+
+    def heatmap(self, task, i, source, logits, weights):
+        targets = task.output_vocab.labels(task.probes.y[i])
+        return weights[: len(targets), : len(source)], source, targets, f"probe {i}"
+
+    def input_example(self, inputs):
+        return {"source": inputs[0].tolist(), "target_in": inputs[1].tolist()}
+
+    def tokens_per_epoch(self, split):
+        """Source and target tokens."""
+        return super().tokens_per_epoch(split) + int((split.y != PAD).sum())

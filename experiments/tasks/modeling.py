@@ -1,0 +1,84 @@
+"""Calling a built model: logits, attention weights and generation, in batches.
+
+The task kinds build the models (`TaskKind.build_model`); everything that
+runs one goes through here, so the rest of the runner never touches the
+models' call conventions directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from keras_attn_rnn.generation import generate
+
+
+def predict_logits(model, inputs, batch_size: int = 256) -> np.ndarray:
+    """Logits for `inputs` (an array or `[source, target_in]`), in batches, as float32."""
+    n = len(inputs[0]) if isinstance(inputs, list) else len(inputs)
+    out = []
+    for start in range(0, n, batch_size):
+        batch = _slice(inputs, start, start + batch_size)
+        out.append(np.asarray(_compiled(model, False)(batch), dtype="float32"))
+    return np.concatenate(out)
+
+
+def attention_weights(model, inputs) -> tuple[np.ndarray, np.ndarray]:
+    """(logits, attention weights) for one small batch of inputs."""
+    logits, weights = _compiled(model, True)(inputs)
+    return np.asarray(logits, dtype="float32"), np.asarray(weights, dtype="float32")
+
+
+def forward(model, split, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """(logits, attention weights) over a whole split, in batches."""
+    logits, weights = [], []
+    for start in range(0, len(split), batch_size):
+        part = split.take(slice(start, start + batch_size))
+        lg, w = attention_weights(model, part.inputs)
+        logits.append(lg)
+        weights.append(w)
+    return np.concatenate(logits), np.concatenate(weights)
+
+
+def decode(model, gen_cfg, prompts, max_length: int, **token_ids) -> np.ndarray:
+    """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`).
+
+    `prompts` are source ids (B, S) for a seq2seq model and lists of ids for a
+    language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with.
+    """
+    result = generate(
+        model,
+        prompts,
+        max_length,
+        strategy=gen_cfg.strategy,
+        temperature=gen_cfg.temperature,
+        k=gen_cfg.k,
+        p=gen_cfg.p,
+        beam_width=gen_cfg.beam_width,
+        length_penalty=gen_cfg.length_penalty,
+        seed=gen_cfg.seed,
+        **token_ids,
+    )
+    return np.asarray(result.tokens)
+
+
+def _compiled(model, with_attention: bool):
+    """`model` in inference mode: a cached `tf.function` unless the model runs eagerly."""
+
+    def call(inputs):
+        if with_attention:
+            return model(inputs, training=False, return_attention_scores=True)
+        return model(inputs, training=False)
+
+    if getattr(model, "run_eagerly", False):
+        return call
+    cache = model.__dict__.setdefault("_experiments_calls", {})  # bypasses Keras tracking
+    if with_attention not in cache:
+        cache[with_attention] = tf.function(call, reduce_retracing=True)
+    return cache[with_attention]
+
+
+def _slice(inputs, start: int, stop: int):
+    if isinstance(inputs, list):
+        return [a[start:stop] for a in inputs]
+    return inputs[start:stop]

@@ -1,0 +1,90 @@
+"""A task's data splits, and the helpers that pad, split and encode them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from experiments.tasks.vocab import END, START, Vocab
+
+
+@dataclass
+class Split:
+    """One split of a task.
+
+    `x` holds input ids (B, T) (the source for seq2seq), `y` labels (B,) or
+    target ids (B, T), `x_dec` the teacher-forced decoder input (seq2seq only),
+    and `alignment` the ground-truth attended position per example (B,) or per
+    target step (B, T), with -1 where there is none.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    x_dec: np.ndarray | None = None
+    alignment: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    @property
+    def inputs(self):
+        """What the model is called on: `x`, or `[x, x_dec]` for seq2seq."""
+        return self.x if self.x_dec is None else [self.x, self.x_dec]
+
+    def take(self, index) -> Split:
+        """A new split holding the rows `index` (a slice or index array)."""
+
+        def pick(a):
+            return None if a is None else a[index]
+
+        return Split(self.x[index], self.y[index], pick(self.x_dec), pick(self.alignment))
+
+
+def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
+    """Right-pad integer rows with 0 into an int32 array."""
+    length = length or max((len(r) for r in rows), default=1)
+    out = np.zeros((len(rows), length), dtype="int32")
+    for i, row in enumerate(rows):
+        row = list(row)[:length]
+        out[i, : len(row)] = row
+    return out
+
+
+def split_indices(n: int, val_fraction: float, test_fraction: float, rng) -> tuple:
+    """Shuffled (train, val, test) index arrays; val and test get at least one row."""
+    order = rng.permutation(n)
+    n_val = max(1, int(round(n * val_fraction)))
+    n_test = max(1, int(round(n * test_fraction)))  # the config refuses test_fraction=0
+    val, test = order[:n_val], order[n_val : n_val + n_test]
+    return order[n_val + n_test :], val, test
+
+
+def make_splits(data: Split, cfg, rng) -> tuple[Split, Split, Split, Split]:
+    """Train/val/test splits of `data` plus the first `cfg.num_probes` test rows as probes."""
+    train, val, test = split_indices(len(data), cfg.val_fraction, cfg.test_fraction, rng)
+    test_split = data.take(test)
+    return data.take(train), data.take(val), test_split, test_split.take(slice(0, cfg.num_probes))
+
+
+def seq2seq_split(
+    pairs: Sequence[tuple[list[str], list[str]]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    alignments: Sequence[Sequence[int]] | None = None,
+) -> Split:
+    """Encode (source tokens, target tokens) pairs with teacher forcing.
+
+    Targets get a final `</s>`; the decoder input is `<s>` + target[:-1].
+    """
+    src = pad([src_vocab.encode(source) for source, _ in pairs])
+    tgt = [tgt_vocab.encode(t) + [END] for _, t in pairs]
+    y = pad(tgt)
+    x_dec = pad([[START] + t[:-1] for t in tgt], y.shape[1])
+    align = None
+    if alignments is not None:
+        align = np.full(y.shape, -1, dtype="int32")
+        for i, row in enumerate(alignments):
+            align[i, : len(row)] = row
+    return Split(src, y, x_dec, align)

@@ -1,0 +1,51 @@
+"""The Task record: everything a run needs from a task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from experiments.tasks import kinds
+from experiments.tasks.kinds.base import TaskKind
+from experiments.tasks.split import Split
+from experiments.tasks.vocab import Vocab
+
+
+@dataclass
+class Task:
+    """Everything a run needs from a task.
+
+    `kind` is given as a kind's name (`kinds.names()`) and resolved to its
+    `TaskKind`, which decides the model, loss, metrics and artifacts. `vocab`
+    is the input vocabulary, `target_vocab` the output one for seq2seq,
+    `class_names` the label names for classification. `probes` are fixed
+    examples plotted over the epochs.
+    """
+
+    name: str
+    kind: TaskKind
+    vocab: Vocab
+    train: Split
+    val: Split
+    test: Split
+    probes: Split
+    target_vocab: Vocab | None = None
+    class_names: list[str] | None = None
+    prompts: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if isinstance(self.kind, str):
+            self.kind = kinds.get(self.kind)
+
+    @property
+    def output_vocab(self) -> Vocab:
+        """The vocabulary of the model's predictions (seq2seq/LM)."""
+        return self.target_vocab or self.vocab
+
+    def vocabularies(self) -> dict:
+        """All vocabularies and label names, for the vocab artifact."""
+        out = {"input": self.vocab.to_dict()}
+        if self.target_vocab is not None:
+            out["target"] = self.target_vocab.to_dict()
+        if self.class_names is not None:
+            out["classes"] = list(self.class_names)
+        return out

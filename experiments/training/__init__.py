@@ -1,0 +1,1 @@
+"""Training: one tracked run (`run`), its callbacks, checkpoints and strategies, sweeps and resume."""

@@ -1,0 +1,34 @@
+"""Resuming: continue an interrupted run from its last checkpoint, in the same MLflow run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from experiments import config as config_lib
+from experiments.errors import ConfigError
+from experiments.tracking import store
+from experiments.tracking.tracker import CONFIG_ARTIFACT, Tracker
+from experiments.training import run
+
+
+def resume_run(run_id: str) -> str:
+    """Reload the run's logged config and checkpoint, then train the remaining epochs."""
+    client = store.connect()
+    found = store.get_run(client, run_id)
+    if found.info.status == "FINISHED":
+        raise ConfigError(f"run_id: run {run_id} already FINISHED; nothing to resume")
+    tracker = Tracker(client, run_id)
+    try:
+        text = tracker.download_text(CONFIG_ARTIFACT)
+    except Exception as err:  # noqa: BLE001
+        raise ConfigError(f"run_id: run {run_id} has no {CONFIG_ARTIFACT} ({err})") from None
+    cfg = config_lib.validate(yaml.safe_load(text))
+    folder = found.data.tags.get("checkpoint_dir")
+    prepared = run.prepare(cfg)
+    return run.execute(
+        prepared,
+        resume_run_id=run_id,
+        checkpoint_folder=Path(folder) if folder else None,
+    )
