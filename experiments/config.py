@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from experiments.errors import ConfigError
-from keras_attn_rnn import scores
+from keras_attn_rnn import samplers, scores
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
@@ -213,7 +213,7 @@ class TrackingConfig(_Section):
 
 
 class GenerateConfig(_Section):
-    strategy: Literal["greedy", "sample", "top_k", "top_p", "beam"] = "greedy"
+    strategy: Literal[samplers.names()] = "greedy"
     max_length: int | None = Field(None, ge=1)
     temperature: float = Field(1.0, ge=0.0)  # 0 is greedy, as in the library
     k: int | None = Field(None, ge=1)
