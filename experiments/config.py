@@ -23,7 +23,8 @@ from pydantic import (
 )
 
 from experiments.errors import ConfigError
-from keras_attn_rnn import samplers, scores
+from keras_attn_rnn import mechanisms, normalizers, samplers, scores
+from keras_attn_rnn.mechanisms.monotonic_attention import MODES as MONOTONIC_MODES
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
@@ -111,6 +112,21 @@ class ReverseTask(_TaskBase):
     alphabet_size: int = Field(12, ge=2, le=26)
     min_length: int = Field(4, ge=1)
     max_length: int = Field(10, ge=1, le=MAX_SEQUENCE_LENGTH)
+    # length generalisation: also evaluate on strings of these (longer) lengths
+    test_min_length: int | None = Field(None, ge=1)
+    test_max_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
+
+    @model_validator(mode="after")
+    def _longer_test_lengths(self) -> ReverseTask:
+        low, high = self.test_min_length, self.test_max_length
+        if (low is None) != (high is None):
+            raise ValueError("task.test_min_length and task.test_max_length together, or neither")
+        if low is not None and not self.max_length < low <= high:
+            raise ValueError(
+                f"task.max_length < task.test_min_length <= task.test_max_length, "
+                f"got {self.max_length}, {low}, {high}"
+            )
+        return self
 
 
 class DatesTask(_TaskBase):
@@ -129,6 +145,16 @@ class AdditionTask(_TaskBase):
     num_examples: int = Field(50000, ge=16)
     digits: int = Field(3, ge=1, le=6)
     reverse_input: bool = True
+    # length generalisation: also evaluate on operands of digits+1 .. test_digits digits
+    test_digits: int | None = Field(None, ge=2, le=12)
+
+    @model_validator(mode="after")
+    def _more_test_digits(self) -> AdditionTask:
+        if self.test_digits is not None and self.test_digits <= self.digits:
+            raise ValueError(
+                f"task.test_digits > task.digits, got {self.test_digits} <= {self.digits}"
+            )
+        return self
 
 
 class CharLMTask(_TaskBase):
@@ -159,11 +185,28 @@ TaskConfig = Annotated[
 
 
 class AttentionConfig(_Section):
-    score: Literal[scores.names()] | None = None  # the library's registry of score names
+    # names are the library's registries (scores, mechanisms, normalizers)
+    score: Literal[scores.names()] | None = None
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
     query_value: list[float] | None = None
-    window: int | None = Field(None, ge=1)
+    window: int | None = Field(None, ge=1)  # LM: local window; local_p: half-width
+    mechanism: Literal[mechanisms.names()] = "content"  # seq2seq (bahdanau) only, unless content
+    normalizer: Literal[normalizers.names()] = "softmax"
+    # options of the stateful mechanisms; None: the mechanism's default
+    mode: Literal[MONOTONIC_MODES] | None = None
+    sigmoid_noise: float | None = Field(None, ge=0.0)
+    score_bias_init: float | None = None
+    filters: int | None = Field(None, ge=1)
+    kernel_size: int | None = Field(None, ge=1)
+    cumulative: bool | None = None
+
+    @field_validator("kernel_size")
+    @classmethod
+    def _odd(cls, value: int | None) -> int | None:
+        if value is not None and value % 2 == 0:
+            raise ValueError("an odd kernel size (the location convolution is centred)")
+        return value
 
 
 class ModelConfig(_Section):
@@ -199,6 +242,10 @@ class TrainConfig(_Section):
     distribute: Literal["none", "mirrored", "multi_worker"] = "none"
     early_stopping: EarlyStoppingConfig | None = None
     eval_examples: int = Field(512, ge=1)
+    # attention losses (keras_attn_rnn.losses): the alignment cross-entropy needs a task with
+    # ground-truth alignments (reverse, needle); coverage is for seq2seq
+    alignment_loss_weight: float = Field(0.0, ge=0.0)
+    coverage_loss_weight: float = Field(0.0, ge=0.0)
     checkpoint_dir: str | None = None
     verbose: Literal[0, 1, 2] = 2
 

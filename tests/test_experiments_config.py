@@ -38,6 +38,45 @@ BAD_CASES = {
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
     "section_not_mapping": ({"train": 5}, [], "train"),
     "zero_test_fraction": ({}, ["task.test_fraction=0"], "task.test_fraction"),
+    "unknown_mechanism": ({}, ["model.attention.mechanism=monotone"], "model.attention.mechanism"),
+    "unknown_normalizer": ({}, ["model.attention.normalizer=sparse"], "model.attention.normalizer"),
+    "bad_monotonic_mode": (
+        {"task": TINY_TASKS["reverse"]},
+        ["model.attention.mechanism=monotonic", "model.attention.mode=soft"],
+        "model.attention.mode",
+    ),
+    "negative_sigmoid_noise": ({}, ["model.attention.sigmoid_noise=-1"], "sigmoid_noise"),
+    "even_kernel_size": ({}, ["model.attention.kernel_size=4"], "model.attention.kernel_size"),
+    "mechanism_on_classification": (
+        {},
+        ["model.attention.mechanism=monotonic"],
+        "model.attention.mechanism",
+    ),
+    "option_the_mechanism_lacks": (
+        {"task": TINY_TASKS["reverse"]},
+        ["model.attention.mechanism=monotonic", "model.attention.window=3"],
+        "'window'",
+    ),
+    "stateful_mechanism_with_luong": (
+        {"task": TINY_TASKS["reverse"]},
+        ["model.attention.mechanism=coverage", "model.decoder=luong"],
+        "mechanism='content' only",
+    ),
+    "alignment_loss_without_ground_truth": (
+        {"task": TINY_TASKS["dates"]},
+        ["train.alignment_loss_weight=1.0"],
+        "train.alignment_loss_weight",
+    ),
+    "coverage_loss_on_classification": (
+        {},
+        ["train.coverage_loss_weight=0.5"],
+        "train.coverage_loss_weight",
+    ),
+    "test_lengths_not_longer": (
+        {"task": TINY_TASKS["reverse"]},
+        ["task.test_min_length=3", "task.test_max_length=8"],
+        "task.test_min_length",
+    ),
     "charlm_test_split_empty": (
         {"task": {"name": "charlm", "max_chars": 200, "seq_length": 8}},
         ["task.test_fraction=0.001"],

@@ -94,6 +94,92 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "task, attention, train",
+    [
+        (
+            {**TINY_TASKS["reverse"], "test_min_length": 7, "test_max_length": 12},
+            {"mechanism": "monotonic", "mode": "parallel", "score_bias_init": -1.0},
+            {"alignment_loss_weight": 1.0, "coverage_loss_weight": 0.5},
+        ),
+        (
+            {**TINY_TASKS["addition"], "test_digits": 4},
+            {"mechanism": "location", "filters": 2, "kernel_size": 3},
+            {},
+        ),
+        (TINY_TASKS["needle"], {"normalizer": "sparsemax"}, {"alignment_loss_weight": 0.5}),
+    ],
+    ids=["reverse-monotonic-supervised", "addition-location", "needle-sparsemax-supervised"],
+)
+def test_mechanisms_attention_losses_and_length_buckets(task, attention, train, store, tmp_path):
+    config = write_config(
+        tmp_path,
+        task,
+        model={"attention": attention},
+        train={**train, "epochs": 2},
+        tracking={"log_model": False},
+    )
+    assert main(["run", str(config)]) == 0
+    (run,) = runs(store)
+    assert run.info.status == "FINISHED"
+    params, metrics = run.data.params, run.data.metrics
+    for key, value in attention.items():
+        assert params[f"model.attention.{key}"] == str(value)
+    assert all(math.isfinite(v) for v in metrics.values())
+    files = artifact_paths(store, run.info.run_id)
+    if "test_min_length" in task or "test_digits" in task:
+        longer = ["len_7_8", "len_9_10", "len_11_12"] if "test_min_length" in task else []
+        longer = longer or ["len_3_3", "len_4_4"]  # addition: digits of the longer operand
+        seen = {k.removeprefix("test_exact_match_") for k in metrics if "exact_match_len_" in k}
+        assert set(longer) < seen and len(seen) == len(longer) + 1, seen  # + the test split's
+        for name in seen:
+            assert 0.0 <= metrics[f"test_exact_match_{name}"] <= 1.0, name
+            assert f"test_token_accuracy_{name}" in metrics
+        assert {"length_generalisation.json", "length_generalisation.png"} <= files
+    else:
+        assert not any("_len_" in key for key in metrics)
+        assert "length_generalisation.json" not in files
+
+
+def test_the_alignment_loss_adds_to_the_training_loss():
+    """The supervised model's loss is the task loss plus weight x the alignment loss."""
+    import keras
+    import numpy as np
+
+    from experiments import config as config_lib
+    from experiments.training import run as training_run
+    from experiments.training import supervision
+    from keras_attn_rnn import losses
+
+    cfg = config_lib.validate(
+        {
+            "task": TINY_TASKS["reverse"],
+            "model": {"units": 8, "embedding_dim": 8},
+            "train": {"alignment_loss_weight": 2.0, "run_eagerly": True},
+        }
+    )
+    prepared = training_run.prepare(cfg)
+    task = prepared.task
+    model = task.kind.build_model(prepared.cfg, task)
+    trained = supervision.wrap(model, prepared.cfg)
+    assert isinstance(trained, supervision.SupervisedAttention)
+    part = task.train.take(slice(0, 8))
+    logits = trained(supervision.fit_inputs(trained, part))
+    (added,) = trained.losses
+    _, alignments = model(part.inputs, return_attention_scores=True)
+    expected = 2.0 * np.mean(
+        keras.ops.convert_to_numpy(losses.alignment_loss(part.alignment, alignments))
+    )
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(added), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(logits),
+        keras.ops.convert_to_numpy(model(part.inputs)),
+        atol=1e-6,
+    )
+    assert supervision.task_model(trained) is model
+
+
+@pytest.mark.slow
 def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
     config = write_config(tmp_path, TINY_TASKS["reverse"], tracking={"log_model": False})
     grid = "model.attention.score=dot,general,additive"

@@ -167,3 +167,43 @@ def test_attention_metrics():
     assert metrics.attention_entropy(weights) == pytest.approx(np.log(2) / 2)
     empty = np.zeros((1, 2, 3))
     assert np.isnan(metrics.attention_entropy(empty))
+
+
+def test_length_generalisation_splits_are_longer_and_cover_every_length():
+    from experiments.tasks import lengths
+
+    cfg = validate(
+        {
+            "task": {
+                "name": "reverse",
+                "num_examples": 300,
+                "max_length": 8,
+                "test_min_length": 9,
+                "test_max_length": 14,
+            }
+        }
+    ).task
+    task = build_task(cfg)
+    longer = task.generalization
+    assert longer.length.min() == 9 and longer.length.max() == 14
+    assert set(np.bincount(longer.length)[9:]) <= {len(longer) // 6, len(longer) // 6 + 1}
+    np.testing.assert_array_equal((longer.x != 0).sum(1), longer.length)
+    assert np.all(task.train.length <= 8)
+    # the reversal and its alignment hold for the longer strings too
+    for row in range(3):
+        n = longer.length[row]
+        np.testing.assert_array_equal(longer.y[row, :n], longer.x[row, :n][::-1])
+        np.testing.assert_array_equal(longer.alignment[row, :n], np.arange(n)[::-1])
+    assert list(lengths.buckets(task)) == ["len_4_8", "len_9_10", "len_11_12", "len_13_14"]
+
+    cfg = validate(
+        {"task": {"name": "addition", "num_examples": 400, "digits": 2, "test_digits": 4}}
+    ).task
+    task = build_task(cfg)
+    longer = task.generalization
+    assert set(longer.length.tolist()) == {3, 4}
+    for row in range(4):
+        question = "".join(task.vocab.tokens[i] for i in longer.x[row])[::-1].strip()
+        a, b = map(int, question.split("+"))
+        assert max(len(str(a)), len(str(b))) == longer.length[row]
+        assert task.output_vocab.decode(longer.y[row]).strip() == str(a + b)

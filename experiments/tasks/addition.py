@@ -14,27 +14,73 @@ def build(cfg) -> Task:
 
     As in the keras.io example the question is padded with spaces to
     `2 * digits + 1` characters and (by default) reversed, and the answer is
-    padded with spaces to `digits + 1` characters.
+    padded with spaces to `digits + 1` characters. With `test_digits`, a
+    generalisation split (as many questions as the test split) has a longer
+    operand of `digits + 1 .. test_digits` digits, padded to its own width.
     """
     rng = np.random.default_rng(cfg.seed)
-    maxlen = 2 * cfg.digits + 1
     capacity = (10**cfg.digits) * (10**cfg.digits + 1) // 2
-    wanted = min(cfg.num_examples, capacity)
     vocab = Vocab(list("0123456789+ "))
-    seen, pairs = set(), []
+    seen = set()
+    data = _questions(rng, cfg, vocab, min(cfg.num_examples, capacity), cfg.digits, seen)
+    train, val, test, probes = make_splits(data, cfg, rng)
+    generalization = None
+    if cfg.test_digits is not None:
+        generalization = _longer_questions(rng, cfg, vocab, len(test), seen)
+    return Task(
+        "addition",
+        "seq2seq",
+        vocab,
+        train,
+        val,
+        test,
+        probes,
+        target_vocab=vocab,
+        generalization=generalization,
+    )
+
+
+def _questions(rng, cfg, vocab, wanted: int, digits: int, seen: set):
+    """`wanted` unseen questions with operands of up to `digits` digits; their length is the
+    longer operand's digit count."""
+    pairs, lengths = [], []
     while len(pairs) < wanted:
-        for a, b in _numbers(rng, cfg.digits, 2 * wanted).reshape(-1, 2).tolist():
+        for a, b in _numbers(rng, digits, 2 * wanted).reshape(-1, 2).tolist():
             key = (min(a, b), max(a, b))
             if key in seen or len(pairs) == wanted:
                 continue
             seen.add(key)
-            question = f"{a}+{b}".ljust(maxlen)
-            if cfg.reverse_input:
-                question = question[::-1]
-            pairs.append((list(question), list(str(a + b).ljust(cfg.digits + 1))))
-    data = seq2seq_split(pairs, vocab, vocab)
-    train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("addition", "seq2seq", vocab, train, val, test, probes, target_vocab=vocab)
+            pairs.append(_pair(a, b, digits, cfg.reverse_input))
+            lengths.append(len(str(key[1])))
+    return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
+
+
+def _longer_questions(rng, cfg, vocab, wanted: int, seen: set):
+    """`wanted` unseen questions whose longer operand has `digits + 1 .. test_digits` digits,
+    going round the sizes (as many of each); padded to `test_digits` operands."""
+    sizes = range(cfg.digits + 1, cfg.test_digits + 1)
+    pairs, lengths = [], []
+    while len(pairs) < wanted:
+        size = sizes[len(pairs) % len(sizes)]
+        a = int(rng.integers(10 ** (size - 1), 10**size))
+        b = int(_numbers(rng, size, 1)[0])
+        a, b = (a, b) if rng.random() < 0.5 else (b, a)
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            continue
+        seen.add(key)
+        pairs.append(_pair(a, b, cfg.test_digits, cfg.reverse_input))
+        lengths.append(size)
+    return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
+
+
+def _pair(a: int, b: int, digits: int, reverse_input: bool):
+    """The question `a+b` padded to `2 * digits + 1` characters (reversed if asked) and its
+    answer padded to `digits + 1`."""
+    question = f"{a}+{b}".ljust(2 * digits + 1)
+    if reverse_input:
+        question = question[::-1]
+    return list(question), list(str(a + b).ljust(digits + 1))
 
 
 def _numbers(rng, digits: int, count: int) -> np.ndarray:

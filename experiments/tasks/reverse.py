@@ -12,16 +12,44 @@ from experiments.tasks.vocab import Vocab
 
 
 def build(cfg) -> Task:
-    """Random strings over the first `alphabet_size` letters, and their reversal."""
+    """Random strings over the first `alphabet_size` letters, and their reversal.
+
+    With `test_min_length`/`test_max_length`, a generalisation split of longer
+    strings (as many as the test split) is made too, from the same alphabet.
+    """
     rng = np.random.default_rng(cfg.seed)
     letters = list(string.ascii_lowercase[: cfg.alphabet_size])
     vocab = Vocab(letters)
-    pairs, alignments = [], []
-    for _ in range(cfg.num_examples):
-        length = int(rng.integers(cfg.min_length, cfg.max_length + 1))
+    data = _strings(rng, letters, vocab, cfg.num_examples, cfg.min_length, cfg.max_length)
+    train, val, test, probes = make_splits(data, cfg, rng)
+    generalization = None
+    if cfg.test_min_length is not None:
+        generalization = _strings(
+            rng, letters, vocab, len(test), cfg.test_min_length, cfg.test_max_length, cycle=True
+        )
+    return Task(
+        "reverse",
+        "seq2seq",
+        vocab,
+        train,
+        val,
+        test,
+        probes,
+        target_vocab=vocab,
+        generalization=generalization,
+    )
+
+
+def _strings(rng, letters, vocab, count: int, low: int, high: int, cycle: bool = False):
+    """`count` random strings of `low..high` letters and their reversal, aligned `S-1-t`.
+
+    With `cycle`, the lengths go round `low..high` (as many strings of each length).
+    """
+    pairs, alignments, lengths = [], [], []
+    for i in range(count):
+        length = low + i % (high - low + 1) if cycle else int(rng.integers(low, high + 1))
         source = [letters[i] for i in rng.integers(len(letters), size=length)]
         pairs.append((source, source[::-1]))
         alignments.append([length - 1 - t for t in range(length)])
-    data = seq2seq_split(pairs, vocab, vocab, alignments)
-    train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("reverse", "seq2seq", vocab, train, val, test, probes, target_vocab=vocab)
+        lengths.append(length)
+    return seq2seq_split(pairs, vocab, vocab, alignments, lengths)

@@ -17,13 +17,17 @@ class Split:
     `x` holds input ids (B, T) (the source for seq2seq), `y` labels (B,) or
     target ids (B, T), `x_dec` the teacher-forced decoder input (seq2seq only),
     and `alignment` the ground-truth attended position per example (B,) or per
-    target step (B, T), with -1 where there is none.
+    target step (B, T), with -1 where there is none. `length` is the size of
+    each example that length generalisation is measured by (B,) (the string
+    length for `reverse`, the operand digits for `addition`), where a task
+    has one.
     """
 
     x: np.ndarray
     y: np.ndarray
     x_dec: np.ndarray | None = None
     alignment: np.ndarray | None = None
+    length: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.x)
@@ -39,7 +43,13 @@ class Split:
         def pick(a):
             return None if a is None else a[index]
 
-        return Split(self.x[index], self.y[index], pick(self.x_dec), pick(self.alignment))
+        return Split(
+            self.x[index],
+            self.y[index],
+            pick(self.x_dec),
+            pick(self.alignment),
+            pick(self.length),
+        )
 
 
 def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
@@ -73,10 +83,12 @@ def seq2seq_split(
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     alignments: Sequence[Sequence[int]] | None = None,
+    lengths: Sequence[int] | None = None,
 ) -> Split:
     """Encode (source tokens, target tokens) pairs with teacher forcing.
 
     Targets get a final `</s>`; the decoder input is `<s>` + target[:-1].
+    `lengths` become the split's `length` (see `Split`).
     """
     src = pad([src_vocab.encode(source) for source, _ in pairs])
     tgt = [tgt_vocab.encode(t) + [END] for _, t in pairs]
@@ -87,4 +99,5 @@ def seq2seq_split(
         align = np.full(y.shape, -1, dtype="int32")
         for i, row in enumerate(alignments):
             align[i, : len(row)] = row
-    return Split(src, y, x_dec, align)
+    length = None if lengths is None else np.asarray(lengths, "int32")
+    return Split(src, y, x_dec, align, length)

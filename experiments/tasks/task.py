@@ -18,7 +18,8 @@ class Task:
     `TaskKind`, which decides the model, loss, metrics and artifacts. `vocab`
     is the input vocabulary, `target_vocab` the output one for seq2seq,
     `class_names` the label names for classification. `probes` are fixed
-    examples plotted over the epochs.
+    examples plotted over the epochs. `generalization` holds test examples
+    longer than any seen in training (length generalisation), or None.
     """
 
     name: str
@@ -31,6 +32,7 @@ class Task:
     target_vocab: Vocab | None = None
     class_names: list[str] | None = None
     prompts: list[str] = field(default_factory=list)
+    generalization: Split | None = None
 
     def __post_init__(self):
         if isinstance(self.kind, str):

@@ -17,9 +17,11 @@ class EpochBatches(keras.utils.PyDataset):
     batch has the same shape and the training step is traced only once.
     """
 
-    def __init__(self, split, batch_size: int, seed: int, epoch: int = 0):
+    def __init__(self, split, batch_size: int, seed: int, epoch: int = 0, inputs=None):
         super().__init__()
         self.split, self.batch_size, self.seed, self.epoch = split, batch_size, seed, epoch
+        # `inputs(part)`: what the model is fed for a batch split (default: its inputs)
+        self.inputs = inputs or _inputs
 
     def __len__(self) -> int:
         return math.ceil(len(self.split) / self.batch_size)
@@ -28,4 +30,8 @@ class EpochBatches(keras.utils.PyDataset):
         order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.split))
         order = np.resize(order, len(self) * self.batch_size)  # wrap around to full batches
         part = self.split.take(order[index * self.batch_size : (index + 1) * self.batch_size])
-        return (tuple(part.inputs) if isinstance(part.inputs, list) else part.inputs), part.y
+        return self.inputs(part), part.y
+
+
+def _inputs(part):
+    return tuple(part.inputs) if isinstance(part.inputs, list) else part.inputs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import keras
 
-from experiments.training import checkpoints
+from experiments.training import checkpoints, supervision
 from experiments.training.batches import EpochBatches
 from keras_attn_rnn import plotting
 
@@ -48,7 +48,8 @@ class EvalMetrics(keras.callbacks.Callback):
         self.task, self.split = task, split
 
     def on_epoch_end(self, epoch, logs=None):
-        for name, value in self.task.kind.evaluate(self.model, self.task, self.split).items():
+        model = supervision.task_model(self.model)
+        for name, value in self.task.kind.evaluate(model, self.task, self.split).items():
             plain = name in ("alignment_accuracy", "attention_entropy")
             logs[name if plain else f"val_{name}"] = value
 
@@ -96,11 +97,12 @@ class RunLogger(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         step = epoch + 1
+        model = supervision.task_model(self.model)
         self.tracker.wait()  # the last epoch's heatmaps: normally done, errors surface here
         self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
         if step % self.heatmap_every == 0:
-            log_heatmaps(self.tracker, self.model, self.task, f"heatmaps/epoch_{step:03d}", step)
-        rows = self.task.kind.sample_rows(self.model, self.task, self.gen_cfg, self.num_samples)
+            log_heatmaps(self.tracker, model, self.task, f"heatmaps/epoch_{step:03d}", step)
+        rows = self.task.kind.sample_rows(model, self.task, self.gen_cfg, self.num_samples)
         if rows:
             self.tracker.log_table(rows, f"samples/epoch_{step:03d}.json")
 

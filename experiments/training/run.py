@@ -18,10 +18,10 @@ import mlflow
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.errors import ConfigError
-from experiments.tasks import Task, build_task, modeling
+from experiments.tasks import Task, build_task, lengths, modeling
 from experiments.tracking import resilient, store
 from experiments.training import callbacks as cb
-from experiments.training import checkpoints, distribute, guards
+from experiments.training import checkpoints, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
@@ -52,6 +52,16 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
     if cfg.generate.max_length is None:
         cfg.generate.max_length = kind.decode_length(task, cfg.generate)
     kind.check(cfg)
+    if cfg.train.alignment_loss_weight and task.train.alignment is None:
+        raise ConfigError(
+            f"invalid config:\n  train.alignment_loss_weight: got "
+            f"{cfg.train.alignment_loss_weight}; expected 0 for task {task.name!r}, which has "
+            "no ground-truth alignment (reverse and needle have one)"
+        )
+    try:  # the model's own checks (e.g. options the chosen mechanism does not take)
+        kind.build_model(cfg, task)
+    except ValueError as err:
+        raise ConfigError(f"invalid config:\n  model: {err}") from None
     known = epoch_metric_names(task)
     if cfg.train.early_stopping and cfg.train.early_stopping.monitor not in known:
         raise ConfigError(
@@ -156,22 +166,29 @@ def _train(cfg, task, tracker, folder: Path) -> None:
     distribute.check_batch(strategy, cfg.train.batch_size)
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = task.kind.build_model(cfg, task)
-        compile_model(model, cfg, task)
-        model(task.train.take(slice(0, 2)).inputs)  # build the weights
+        trained = supervision.wrap(model, cfg)  # model, or model + attention losses
+        compile_model(trained, cfg, task)
+        trained(supervision.fit_inputs(trained, task.train.take(slice(0, 2))))  # build weights
     state = checkpoints.load_state(folder)
     initial_epoch = 0
     if state is not None:
-        checkpoints.restore(folder, model, state)
+        checkpoints.restore(folder, trained, state)
         initial_epoch = state["epoch"] + 1  # also the 1-based step of the checkpointed epoch
         if initial_epoch not in tracker.logged_steps("loss"):
             # Interrupted between checkpoint and logging: log that epoch now, once.
             tracker.log_metrics(state["logs"], initial_epoch)
-    batches = EpochBatches(task.train, cfg.train.batch_size, seed, initial_epoch)
+    batches = EpochBatches(
+        task.train,
+        cfg.train.batch_size,
+        seed,
+        initial_epoch,
+        lambda part: supervision.fit_inputs(trained, part),
+    )
     callbacks = make_callbacks(cfg, task, tracker, folder, batches, state)
     if initial_epoch < cfg.train.epochs:
-        model.fit(
+        trained.fit(
             batches,
-            validation_data=(task.val.inputs, task.val.y),
+            validation_data=(supervision.fit_inputs(trained, task.val), task.val.y),
             validation_batch_size=cfg.train.batch_size,
             epochs=cfg.train.epochs,
             initial_epoch=initial_epoch,
@@ -213,6 +230,30 @@ def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
     return out
 
 
+def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
+    """The kind's metrics per length bucket (`test_exact_match_len_13_16`), JSON and a plot."""
+    kind = task.kind
+    per_bucket = {
+        name: kind.evaluate(model, task, split)
+        for name, split in lengths.buckets(task, cfg.train.eval_examples).items()
+    }
+    if not per_bucket:
+        return
+    tracker.log_metrics(
+        {
+            f"test_{metric}_{name}": value
+            for name, results in per_bucket.items()
+            for metric, value in results.items()
+            if metric in kind.metric_names
+        },
+        step,
+    )
+    tracker.log_dict(per_bucket, "length_generalisation.json")
+    metric = kind.primary_metric.removeprefix("test_")
+    title = f"{task.name}: {metric} by length ({cfg.model.attention.mechanism} attention)"
+    tracker.log_figure(lengths.figure(per_bucket, metric, title), "length_generalisation.png")
+
+
 def _finish(model, cfg, task, tracker) -> None:
     """Test metrics, final heatmaps, the kind's artifacts, samples and the model itself."""
     kind = task.kind
@@ -220,6 +261,7 @@ def _finish(model, cfg, task, tracker) -> None:
     test = task.test.take(slice(0, cfg.train.eval_examples))
     results = kind.evaluate(model, task, test)
     tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
+    _log_length_generalisation(model, cfg, task, tracker, last_step)
     cb.log_heatmaps(tracker, model, task, "heatmaps/final")
     artifacts = kind.final_artifacts(model, task, test)
     for path, data in artifacts.dicts.items():

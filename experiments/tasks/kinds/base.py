@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from experiments.config import ExperimentConfig, GenerateConfig
+from experiments.errors import ConfigError
 from experiments.tasks import metrics, modeling
 from experiments.tasks.vocab import PAD
 
@@ -66,8 +67,27 @@ class TaskKind:
 
     # --- config and model -------------------------------------------------------
 
+    #: the attention mechanisms (`model.attention.mechanism`) this kind's model can use
+    attention_mechanisms: tuple[str, ...] = ("content",)
+
     def check(self, cfg: ExperimentConfig) -> None:
-        """Raise `ConfigError` for config values this kind cannot train (none by default)."""
+        """Raise `ConfigError` for config values this kind cannot train."""
+        mechanism = cfg.model.attention.mechanism
+        if mechanism not in self.attention_mechanisms:
+            raise ConfigError(
+                f"invalid config:\n  model.attention.mechanism: got {mechanism!r}; expected "
+                f"one of {', '.join(repr(m) for m in self.attention_mechanisms)} for a {self.name} task "
+                "(stateful mechanisms belong to the seq2seq decoder)"
+            )
+        if cfg.train.coverage_loss_weight and not self.has_coverage:
+            raise ConfigError(
+                f"invalid config:\n  train.coverage_loss_weight: got "
+                f"{cfg.train.coverage_loss_weight}; expected 0 for a {self.name} task "
+                "(coverage sums a decoder's alignments over its steps: seq2seq only)"
+            )
+
+    #: whether the model's attention has decoder steps a coverage loss can sum over
+    has_coverage = False
 
     def score(self, cfg: ExperimentConfig) -> str:
         """The attention score in use: the configured one or the kind's default."""
@@ -84,8 +104,9 @@ class TaskKind:
         raise NotImplementedError
 
     def attention(self, cfg: ExperimentConfig) -> dict:
-        """The `attention=` argument of the model: score and units."""
-        return {"score": self.score(cfg), "units": cfg.model.attention.units}
+        """The `attention=` argument of the model: score, units and normalizer."""
+        a = cfg.model.attention
+        return {"score": self.score(cfg), "units": a.units, "normalizer": a.normalizer}
 
     def loss(self) -> keras.losses.Loss:
         """Sparse cross-entropy on logits, skipping `<pad>` targets when `ignore_padding`."""

@@ -7,7 +7,18 @@ from experiments.errors import ConfigError
 from experiments.tasks import metrics, modeling
 from experiments.tasks.kinds.base import TaskKind
 from experiments.tasks.vocab import END, PAD, START
-from keras_attn_rnn import models
+from keras_attn_rnn import mechanisms, models
+
+# `model.attention` keys passed on to the mechanism when set
+MECHANISM_OPTIONS = (
+    "mode",
+    "sigmoid_noise",
+    "score_bias_init",
+    "filters",
+    "kernel_size",
+    "cumulative",
+    "window",
+)
 
 GREEDY = GenerateConfig(strategy="greedy")  # exact match is measured on greedy decoding
 
@@ -20,13 +31,26 @@ class Seq2Seq(TaskKind):
     default_score = "additive"
     metric_names = ("token_accuracy", "exact_match")
     primary_metric = "test_exact_match"
+    attention_mechanisms = mechanisms.names()
+    has_coverage = True
 
     def check(self, cfg):
+        super().check(cfg)
         if cfg.model.num_layers != 1:
             raise ConfigError(
                 f"invalid config:\n  model.num_layers: got {cfg.model.num_layers}; expected 1 for "
                 "a seq2seq task (its encoder and decoder have one RNN layer each)"
             )
+
+    def attention(self, cfg):
+        """Score, units, normalizer, and the mechanism with the options that are set."""
+        a = cfg.model.attention
+        options = {key: getattr(a, key) for key in MECHANISM_OPTIONS}
+        return {
+            **super().attention(cfg),
+            "mechanism": a.mechanism,
+            **{key: value for key, value in options.items() if value is not None},
+        }
 
     def build_model(self, cfg, task):
         m = cfg.model
@@ -45,7 +69,7 @@ class Seq2Seq(TaskKind):
 
     def task_metrics(self, model, task, split, logits):
         """Teacher-forced token accuracy, and exact match of greedy decoding."""
-        decoded = self.decode(model, GREEDY, split.x, self.decode_length(task, GREEDY))
+        decoded = self.decode(model, GREEDY, split.x, split.y.shape[1])  # the split's targets
         return {
             "token_accuracy": metrics.token_accuracy(split.y, logits),
             "exact_match": metrics.exact_match(split.y, decoded),
