@@ -15,6 +15,7 @@ from keras import ops
 
 from experiments.bench import timing
 from experiments.bench.cases.common import Options, Skip, adam, compiled_step, random_generator
+from keras_attn_rnn import mechanisms, scores
 from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
 
 # Run as a script by the `--tfa-python` interpreter (TF 2.15 + tensorflow-addons), never imported.
@@ -35,7 +36,7 @@ def _decoder_data(options: Options):
 
 
 def decoder_step(
-    kind: str, options: Options, jit_compile: bool, score: str = "additive"
+    kind: str, options: Options, jit_compile: bool, score: str = "additive", mechanism=None
 ) -> Callable[[], float]:
     """A training step of a Bahdanau (in-loop) or Luong (parallel) decoder.
 
@@ -43,7 +44,8 @@ def decoder_step(
     lengths in `[S/2, S]`, decoder inputs `(B, T, U)`, additive attention
     with `U` units (or another `score`), LSTM(U), attention layer of size
     `U`, `Dense(V)` projection, sparse cross-entropy from logits and an Adam
-    update.
+    update. `mechanism(units)`, if given, builds the Bahdanau decoder's
+    attention mechanism instead of the content `score`.
     """
 
     s, (memory, memory_mask, inputs, targets) = _decoder_data(options)
@@ -52,9 +54,11 @@ def decoder_step(
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     projection = keras.layers.Dense(s["vocab"])
     if kind == "bahdanau":
-        decoder = AttentionDecoder(
-            keras.layers.LSTMCell(u), score=score, attention_layer_size=u, **units
-        )
+        if mechanism is None:
+            attention = {"score": score, **units}
+        else:
+            attention = {"attention": mechanism(u)}
+        decoder = AttentionDecoder(keras.layers.LSTMCell(u), attention_layer_size=u, **attention)
         layers = [decoder, projection]
 
         def hidden():
@@ -102,6 +106,46 @@ def luong_parallel_speedup(options: Options) -> dict:
             k: additive[k]
             for k in ("ratio", "spread", "project_s", "peer_s", "ratio_of_minimums", "repeats")
         },
+        "shapes": options.sizes["decoder"],
+    }
+
+
+def _mechanism_cost(options: Options, mechanism) -> dict:
+    """A Bahdanau decoder training step with `mechanism(units)` vs content additive attention."""
+    r = options.repeats
+    project = decoder_step("bahdanau", options, options.jit_compile, mechanism=mechanism)
+    peer = decoder_step("bahdanau", options, options.jit_compile)
+    return timing.paired(project, peer, r["step"], r["warmup"])
+
+
+def monotonic_parallel_cost(options: Options) -> dict:
+    """Bahdanau-monotonic decoder step (parallel mode) vs content Bahdanau; recursive reported."""
+    result = _mechanism_cost(options, lambda u: mechanisms.MonotonicAttention(scores.Additive(u)))
+    recursive = _mechanism_cost(
+        options, lambda u: mechanisms.MonotonicAttention(scores.Additive(u), mode="recursive")
+    )
+    return {
+        **result,
+        "project": "AttentionDecoder(LSTMCell(U), MonotonicAttention(Additive(U), 'parallel'), "
+        "attention_layer_size=U), Dense(V), Adam step",
+        "peer": "the same with content additive attention (score='additive')",
+        "recursive_mode": {
+            k: recursive[k] for k in ("ratio", "spread", "project_s", "peer_s", "repeats")
+        },
+        "shapes": options.sizes["decoder"],
+    }
+
+
+def location_cost(options: Options) -> dict:
+    """Location-sensitive decoder step (32 filters of width 31) vs content Bahdanau."""
+    result = _mechanism_cost(
+        options, lambda u: mechanisms.LocationSensitiveAttention(u, filters=32, kernel_size=31)
+    )
+    return {
+        **result,
+        "project": "AttentionDecoder(LSTMCell(U), LocationSensitiveAttention(U, filters=32, "
+        "kernel_size=31), attention_layer_size=U), Dense(V), Adam step",
+        "peer": "the same with content additive attention (score='additive')",
         "shapes": options.sizes["decoder"],
     }
 
