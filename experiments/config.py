@@ -253,7 +253,10 @@ class TrainConfig(_Section):
 class TrackingConfig(_Section):
     experiment: str = Field("keras-attn-rnn", min_length=1)
     run_name: str | None = None
-    heatmap_every: int = Field(1, ge=1)
+    heatmap_every: int = Field(1, ge=1)  # epochs between two steps of the attention images
+    # CPU, memory, disk, network (and GPU with nvidia-ml-py) as `system/*` metrics
+    system_metrics: bool = True
+    system_metrics_interval: float = Field(10.0, ge=0.1)  # seconds between samples
     num_samples: int = Field(8, ge=0, le=256)
     log_model: bool = True
     tags: dict[str, str] = Field(default_factory=dict)

@@ -56,3 +56,33 @@ def plot_attention(weights, source_tokens, target_tokens, title=None, ax=None):
 def _show(token):
     """Make whitespace tokens visible as tick labels."""
     return {" ": "␣", "\n": "\\n", "\t": "\\t", "": "∅"}.get(token, token)
+
+
+def attention_image(weights, cell=12, colormap="viridis", max_side=1024):
+    """Attention weights as an RGB image, cheaply: a colormap lookup and nearest-neighbour
+    upscaling, no figure (for images logged every epoch; `plot_attention` draws labels).
+
+    Args:
+        weights: array-like `(T, S)` (or `(S,)`): row t is the attention of
+            step t over the positions.
+        cell: pixels per weight along each axis (reduced to fit `max_side`).
+        colormap: a matplotlib colormap name; weights are scaled by their
+            maximum, as in `plot_attention`.
+
+    Returns:
+        uint8 `(T * cell, S * cell, 3)`.
+    """
+    from matplotlib import colormaps
+
+    weights = np.asarray(weights, dtype="float32")
+    if weights.ndim == 1:
+        weights = weights[None, :]
+    if weights.ndim != 2 or weights.size == 0:
+        raise ValueError(
+            f"weights must have shape (T, S) or (S,), non-empty. Received: weights.shape="
+            f"{weights.shape}"
+        )
+    cell = max(1, min(cell, max_side // max(weights.shape)))
+    scaled = weights / max(1e-6, float(weights.max()))
+    rgb = colormaps[colormap](np.clip(scaled, 0.0, 1.0), bytes=True)[..., :3]
+    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)

@@ -20,7 +20,7 @@ TINY = {
         "verbose": 0,
         "run_eagerly": True,
     },
-    "tracking": {"experiment": "tests", "num_samples": 0},
+    "tracking": {"experiment": "tests", "num_samples": 0, "system_metrics_interval": 1.0},
 }
 
 TINY_TASKS = {

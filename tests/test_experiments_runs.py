@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from pathlib import Path
@@ -32,6 +33,16 @@ TASK_METRICS = {
     "charlm": {"val_perplexity", "val_bits_per_char"},
 }
 SAMPLES = {"reverse": 2, "charlm": 2}
+
+
+def image_steps(files: set[str]) -> dict[str, set[int]]:
+    """`{key: steps}` of the stepped images (`mlflow.log_image(key=, step=)`) among `files`."""
+    out: dict[str, set[int]] = {}
+    for path in files:
+        if path.startswith("images/") and path.endswith(".png"):
+            key, _, step, *_ = path.removeprefix("images/").split("+")
+            out.setdefault(key, set()).add(int(step))
+    return out
 
 
 def _artifact_threads() -> set[threading.Thread]:
@@ -81,7 +92,7 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
 
     files = artifact_paths(store, run.info.run_id)
     assert {"config.yaml", "vocab.json", "input_example.json", "expected_output.npy"} <= files
-    assert "heatmaps/epoch_001/probe_0.png" in files
+    assert image_steps(files) == {"attention_probe_0": {1}}  # one stepped image per epoch
     assert "heatmaps/final/probe_0.png" in files
     if name in ("needle", "textcls"):
         assert {"confusion_matrix.png", "confusion_matrix.json"} <= files
@@ -180,6 +191,52 @@ def test_the_alignment_loss_adds_to_the_training_loss():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["reverse", "textcls"])
+def test_runs_are_worth_reviewing(name, store, tmp_path):
+    """Stepped attention images per probe and epoch, final labelled heatmaps, the HTML probe
+    view (classification), dataset inputs with digests and contexts, system metrics."""
+    import mlflow
+
+    task = dict(TINY_TASKS[name], num_probes=2)
+    if name == "textcls":
+        task["path"] = str(write_text_dataset(tmp_path))
+    config = write_config(tmp_path, task, train={"epochs": 2}, tracking={"log_model": False})
+    assert main(["run", str(config)]) == 0
+    (run,) = runs(store)
+    files = artifact_paths(store, run.info.run_id)
+    assert image_steps(files) == {"attention_probe_0": {1, 2}, "attention_probe_1": {1, 2}}
+    assert {"heatmaps/final/probe_0.png", "heatmaps/final/probe_1.png"} <= files
+    assert not any(path.startswith("heatmaps/epoch") for path in files)
+    if name == "textcls":
+        page = mlflow.MlflowClient(store).download_artifacts(run.info.run_id, "probes.html")
+        text = Path(page).read_text(encoding="utf-8")
+        assert text.count("class='probe'") == 2 and "predicted" in text and "rgba(" in text
+    inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
+    assert set(inputs) == {f"{name}-train", f"{name}-val", f"{name}-test"}
+    contexts = {
+        n: {t.key: t.value for t in d.tags}["mlflow.data.context"] for n, d in inputs.items()
+    }
+    assert contexts == {
+        f"{name}-train": "training",
+        f"{name}-val": "validation",
+        f"{name}-test": "testing",
+    }
+    digests = {d.dataset.digest for d in inputs.values()}
+    assert len(digests) == 3 and all(digests)
+    train = inputs[f"{name}-train"].dataset
+    rows = [json.loads(d.dataset.profile)["features_shape"]["x"][0] for d in inputs.values()]
+    assert sum(rows) == 64 and min(rows) > 0  # the tiny tasks' 64 examples, split
+    schema = json.loads(json.loads(train.schema)["mlflow_tensorspec"]["features"])
+    assert "x" in [column["name"] for column in schema]
+    if name == "textcls":
+        tags = {t.key: t.value for t in inputs[f"{name}-train"].tags}
+        assert len(tags["file_sha256"]) == 64 and train.source_type == "local"
+    else:
+        assert train.source_type == "code" and '"seed": "0"' in train.source
+    assert any(key.startswith("system/") for key in run.data.metrics), sorted(run.data.metrics)
+
+
+@pytest.mark.slow
 def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
     config = write_config(tmp_path, TINY_TASKS["reverse"], tracking={"log_model": False})
     grid = "model.attention.score=dot,general,additive"
@@ -204,6 +261,8 @@ def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
     assert all(c.info.status == "FINISHED" for c in children)
     files = artifact_paths(store, parent.info.run_id)
     assert {"comparison.json", "comparison.csv", "comparison.png"} <= files
+    for score in ("dot", "general", "additive"):  # each point's labelled final heatmap
+        assert f"heatmaps/model.attention.score-{score}/probe_0.png" in files
 
     import json
 

@@ -258,3 +258,33 @@ def test_ending_a_run_stops_its_artifact_thread(store):
     resilient_tracker.submit(lambda: None)
     resilient.end_run(resilient_tracker, "FINISHED")
     assert _artifact_threads() == before
+
+
+def test_stepped_images_and_dataset_inputs_are_spooled_and_replayed(store, monkeypatch):
+    import numpy as np
+
+    from experiments import config as config_lib
+    from experiments.tasks import build_task
+    from experiments.training import datasets
+
+    client, run_id, folder = store
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    flaky = Flaky(client)
+    tracker = resilient.ResilientTracker(flaky, run_id, folder / "ck", resilient.Link(cooldown=0))
+    cfg = config_lib.validate({"task": {"name": "reverse", "num_examples": 40}})
+    inputs = datasets.dataset_inputs(cfg, build_task(cfg.task))
+    image = np.arange(4 * 6 * 3, dtype="uint8").reshape(4, 6, 3)
+    flaky.down = True
+    tracker.log_image(image, "attention_probe_0", 1)
+    tracker.log_image(image[::-1], "attention_probe_0", 2)
+    tracker.log_inputs(inputs)
+    ops = [r["op"] for r in tracker.spool.pending()]
+    assert ops == ["image", "image", "inputs"]
+    flaky.down = False
+    assert tracker.flush()
+    names = {a.path for a in client.list_artifacts(run_id, "images")}
+    steps = sorted(int(p.split("+")[2]) for p in names if p.endswith(".png"))
+    assert steps == [1, 2]
+    logged = client.get_run(run_id).inputs.dataset_inputs
+    assert sorted(d.dataset.digest for d in logged) == sorted(d.dataset.digest for d in inputs)
+    assert {t.value for d in logged for t in d.tags} == {"training", "validation", "testing"}

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import keras
 import mlflow
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -164,6 +165,30 @@ class SpoolingClient:
         frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
         payload = json.dumps(json.loads(frame.to_json(orient="split", index=False)))
         self._spool_bytes(artifact_file, lambda p: p.write_text(payload, "utf-8"), op="table")
+
+    def log_image(self, run_id, image, key=None, step=None, timestamp=None, **kwargs):
+        if self._try(
+            self._client.log_image,
+            run_id,
+            image,
+            key=key,
+            step=step,
+            timestamp=timestamp,
+            **kwargs,
+        ):
+            return
+        tmp, final = self._spool.new_file(f"{key}-{step}.npy")
+        with open(tmp, "wb") as handle:
+            np.save(handle, np.asarray(image), allow_pickle=False)
+        name = self._spool.commit_file(tmp, final)
+        record = {"op": "image", "file": name, "key": key, "step": step, "timestamp": timestamp}
+        self._spool.append(record)
+
+    def log_inputs(self, run_id, datasets=None, **kwargs):
+        if self._try(self._client.log_inputs, run_id, datasets=datasets, **kwargs):
+            return
+        records = [spool_lib.dataset_record(item) for item in datasets or []]
+        self._spool.append({"op": "inputs", "inputs": records})
 
     def log_artifact(self, run_id, local_path, artifact_path=None):
         if self._try(self._client.log_artifact, run_id, local_path, artifact_path):

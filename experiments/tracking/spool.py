@@ -42,8 +42,9 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
 SPOOL_DIR = "spool"
 FSYNC_SECONDS = 0.5
@@ -251,6 +252,28 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
         spool.sync()  # the done marks reach the disk before the caller clears or reports
 
 
+def dataset_record(item: DatasetInput) -> dict:
+    """A dataset input as JSON for the journal (`dataset_input` turns it back)."""
+    d = item.dataset
+    return {
+        "dataset": {
+            "name": d.name,
+            "digest": d.digest,
+            "source_type": d.source_type,
+            "source": d.source,
+            "schema": d.schema,
+            "profile": d.profile,
+        },
+        "tags": {t.key: t.value for t in item.tags},
+    }
+
+
+def dataset_input(record: dict) -> DatasetInput:
+    """The `DatasetInput` entity of a `dataset_record`."""
+    tags = [InputTag(key, value) for key, value in record["tags"].items()]
+    return DatasetInput(Dataset(**record["dataset"]), tags=tags)
+
+
 def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
     count = 0
     histories: dict[str, set[int]] = {}
@@ -286,6 +309,18 @@ def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
             data = json.loads(spool.file(record["file"]).read_text(encoding="utf-8"))
             frame = pd.DataFrame(data["data"], columns=data["columns"])
             client.log_table(run_id, frame, record["path"])
+        elif op == "image":
+            image = np.load(spool.file(record["file"]), allow_pickle=False)
+            client.log_image(
+                run_id,
+                image,
+                key=record["key"],
+                step=record["step"],
+                timestamp=record.get("timestamp"),
+                synchronous=True,
+            )
+        elif op == "inputs":
+            client.log_inputs(run_id, datasets=[dataset_input(item) for item in record["inputs"]])
         elif op == "model":
             if log_model is None:
                 raise RuntimeError("a spooled model needs a log_model function to upload it")

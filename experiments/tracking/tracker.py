@@ -86,6 +86,14 @@ class Tracker:
     def log_figure(self, figure, path: str) -> None:
         self.client.log_figure(self.run_id, figure, path)
 
+    def log_image(self, image: np.ndarray, key: str, step: int) -> None:
+        """One step of a stepped image (`key` in `[A-Za-z0-9_.-]`): MLflow's UI shows a slider."""
+        self.client.log_image(self.run_id, image, key=key, step=step, synchronous=True)
+
+    def log_inputs(self, inputs) -> None:
+        """Dataset inputs (`mlflow.entities.DatasetInput`) of the run: its Datasets panel."""
+        self.client.log_inputs(self.run_id, datasets=list(inputs))
+
     def log_table(self, rows: list[dict], path: str) -> None:
         """A table as JSON (MLflow table format, shown in the UI) plus a CSV copy."""
         frame = pd.DataFrame(rows)

@@ -101,18 +101,36 @@ class RunLogger(keras.callbacks.Callback):
         self.tracker.wait()  # the last epoch's heatmaps: normally done, errors surface here
         self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
         if step % self.heatmap_every == 0:
-            log_heatmaps(self.tracker, model, self.task, f"heatmaps/epoch_{step:03d}", step)
+            log_attention_images(self.tracker, model, self.task, step)
         rows = self.task.kind.sample_rows(model, self.task, self.gen_cfg, self.num_samples)
         if rows:
             self.tracker.log_table(rows, f"samples/epoch_{step:03d}.json")
 
 
-def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:
-    """Plot every probe's attention and log the images under `folder`.
+def image_key(probe: str) -> str:
+    """The stepped-image key of a probe (MLflow keys: `[A-Za-z0-9_.-]`, no `/`)."""
+    return f"attention_{probe}"
 
-    The model runs here; plotting and uploading run on the tracker's artifact
-    thread, while training goes on.
-    """
+
+def log_attention_images(tracker, model, task, step: int) -> None:
+    """Every probe's attention at this epoch as one step of its stepped image (`attention_probe_0`):
+    the run's chart view shows a slider over the epochs. Rendered from the array (no figure);
+    the upload runs on the tracker's artifact thread."""
+    heatmaps = task.kind.probe_heatmaps(model, task, step)
+    images = {
+        image_key(name): plotting.attention_image(kwargs["weights"]) for name, kwargs in heatmaps
+    }
+    tracker.submit(_log_images, tracker, images, step)
+
+
+def _log_images(tracker, images: dict, step: int) -> None:
+    for key, image in images.items():
+        tracker.log_image(image, key, step)
+
+
+def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:
+    """The fully labelled heatmap of every probe (tokens on both axes, source and target in the
+    title, the epoch), logged under `folder`. Plotting and uploading run on the artifact thread."""
     heatmaps = task.kind.probe_heatmaps(model, task, epoch)
     tracker.submit(_render_and_log, tracker, folder, heatmaps)
 

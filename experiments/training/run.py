@@ -21,7 +21,7 @@ from experiments.errors import ConfigError
 from experiments.tasks import Task, build_task, lengths, modeling
 from experiments.tracking import resilient, store
 from experiments.training import callbacks as cb
-from experiments.training import checkpoints, distribute, guards, supervision
+from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
@@ -93,15 +93,23 @@ def execute(
     if not distribute.is_chief(cfg.train.distribute):
         return distribute.run_worker(prepared, _train)  # trains, logs and saves nothing
     client = store.connect()
+    if cfg.tracking.system_metrics:
+        mlflow.set_system_metrics_sampling_interval(cfg.tracking.system_metrics_interval)
+        mlflow.set_system_metrics_samples_before_logging(1)
     if resume_run_id is None:
         run = mlflow.start_run(
             experiment_id=store.experiment_id(client, cfg.tracking.experiment),
             run_name=cfg.tracking.run_name,
             parent_run_id=parent_run_id,
             nested=parent_run_id is not None,
+            log_system_metrics=cfg.tracking.system_metrics,
         )
     else:
-        run = mlflow.start_run(run_id=resume_run_id, nested=mlflow.active_run() is not None)
+        run = mlflow.start_run(
+            run_id=resume_run_id,
+            nested=mlflow.active_run() is not None,
+            log_system_metrics=cfg.tracking.system_metrics,
+        )
     run_id = run.info.run_id
     folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
     tracker = resilient.ResilientTracker(client, run_id, folder)  # retries, then spools
@@ -136,6 +144,7 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     )
     tracker.log_config(cfg)
     tracker.log_dict(task.vocabularies(), "vocab.json")
+    tracker.log_inputs(datasets.dataset_inputs(cfg, task))
 
 
 def compile_model(model, cfg, task) -> None:
@@ -262,12 +271,14 @@ def _finish(model, cfg, task, tracker) -> None:
     results = kind.evaluate(model, task, test)
     tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
     _log_length_generalisation(model, cfg, task, tracker, last_step)
-    cb.log_heatmaps(tracker, model, task, "heatmaps/final")
+    cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=last_step)
     artifacts = kind.final_artifacts(model, task, test)
     for path, data in artifacts.dicts.items():
         tracker.log_dict(data, path)
     for path, figure in artifacts.figures.items():
         tracker.log_figure(figure, path)
+    for path, text in artifacts.texts.items():
+        tracker.log_text(text, path)
     rows = kind.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
     if rows:
         tracker.log_table(rows, "samples/final.json")

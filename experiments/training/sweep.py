@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import tempfile
 
 import mlflow
 import yaml
@@ -67,6 +68,7 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
             _progress(index, len(points), point)
             child = run.execute(item, parent_run_id=parent.info.run_id)
             rows.append(_summary_row(client, child, point))
+            _copy_final_heatmaps(client, child, tracker, point)
         _progress(len(points), len(points), ["done"], end="\n")
         _log_comparison(tracker, rows, prepared[0].task.kind.primary_metric)
         status = "FINISHED"
@@ -84,6 +86,16 @@ def _progress(done: int, total: int, point: list[str], end: str = "\n") -> None:
     filled = int(width * (done - 1 if point != ["done"] else done) / total)
     bar = "#" * filled + "-" * (width - filled)
     print(f"sweep [{bar}] {done}/{total} {' '.join(point)}", file=sys.stderr, end=end, flush=True)
+
+
+def _copy_final_heatmaps(client, child: str, tracker, point: list[str]) -> None:
+    """The point's labelled final heatmaps, on the parent under `heatmaps/<point>/`, so one
+    page compares the points' attention."""
+    folder = "heatmaps/" + "_".join(p.replace("=", "-") for p in point)
+    with tempfile.TemporaryDirectory() as tmp:
+        for item in client.list_artifacts(child, "heatmaps/final"):
+            local = client.download_artifacts(child, item.path, tmp)
+            tracker.client.log_artifact(tracker.run_id, local, folder)
 
 
 def _summary_row(client, run_id: str, point: list[str]) -> dict:

@@ -32,10 +32,12 @@ if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in anno
 
 @dataclass
 class Artifacts:
-    """Files a kind adds at the end of a run: JSON documents and figures, by artifact path."""
+    """Files a kind adds at the end of a run: JSON documents, figures and text files (HTML), by
+    artifact path."""
 
     dicts: dict[str, dict] = field(default_factory=dict)
     figures: dict[str, Figure] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 class TaskKind:

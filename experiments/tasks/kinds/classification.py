@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -56,11 +58,12 @@ class Classification(TaskKind):
             weights[None, : len(source)],
             source,
             [f"pred {predicted}"],
-            f"probe {i}: label {truth}",
+            f"probe {i}: label {truth}, predicted {predicted}",
         )
 
     def final_artifacts(self, model, task, split):
-        """The confusion matrix of `split`, as JSON and as a figure."""
+        """The confusion matrix of `split` (JSON and figure), and the probes' tokens highlighted by
+        their attention weight (`probes.html`)."""
         predictions = np.argmax(modeling.predict_logits(model, split.inputs), -1)
         matrix = metrics.confusion_matrix(split.y, predictions, len(task.class_names))
         return Artifacts(
@@ -68,7 +71,45 @@ class Classification(TaskKind):
                 "confusion_matrix.json": {"classes": task.class_names, "matrix": matrix.tolist()}
             },
             figures={"confusion_matrix.png": confusion_figure(matrix, task.class_names)},
+            texts={"probes.html": probes_html(model, task)},
         )
+
+
+def probes_html(model, task) -> str:
+    """Each probe's tokens shaded by the attention they got, with the true and predicted label
+    (as hierarchical attention papers show it). A self-contained page: MLflow's artifact view
+    renders it."""
+    logits, weights = modeling.attention_weights(model, task.probes.inputs)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    rows = []
+    for i in range(len(task.probes)):
+        tokens = task.vocab.labels(task.probes.x[i])
+        w = weights[i][: len(tokens)]
+        top = max(float(w.max()), 1e-9) if len(w) else 1.0
+        spans = " ".join(
+            f'<span title="{a:.3f}" style="background: rgba(230, 80, 30, {a / top:.3f})">'
+            f"{html.escape(token)}</span>"
+            for token, a in zip(tokens, w.tolist())
+        )
+        truth = task.class_names[int(task.probes.y[i])]
+        predicted = int(np.argmax(logits[i]))
+        verdict = "correct" if task.class_names[predicted] == truth else "wrong"
+        rows.append(
+            f"<div class='probe'><p><b>probe {i}</b>: label <b>{html.escape(truth)}</b>, "
+            f"predicted <b>{html.escape(task.class_names[predicted])}</b> "
+            f"(p = {probabilities[i, predicted]:.3f}, {verdict})</p><p>{spans}</p></div>"
+        )
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:1em auto}"
+        ".probe{border-bottom:1px solid #ddd;padding:.3em 0}span{padding:0 .1em;line-height:1.8}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{task.name} probes</title>"
+        f"<style>{style}</style></head><body><h2>{html.escape(task.name)}: attention over the "
+        f"probe texts</h2><p>Darker: more attention (hover for the weight).</p>"
+        f"{''.join(rows)}</body></html>"
+    )
 
 
 def confusion_figure(matrix: np.ndarray, class_names: list[str]) -> Figure:

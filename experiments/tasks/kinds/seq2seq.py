@@ -105,7 +105,10 @@ class Seq2Seq(TaskKind):
 
     def heatmap(self, task, i, source, logits, weights):
         targets = task.output_vocab.labels(task.probes.y[i])
-        return weights[: len(targets), : len(source)], source, targets, f"probe {i}"
+        text = (
+            f"{task.vocab.decode(task.probes.x[i])} -> {task.output_vocab.decode(task.probes.y[i])}"
+        )
+        return weights[: len(targets), : len(source)], source, targets, f"probe {i}: {_short(text)}"
 
     def input_example(self, inputs):
         return {"source": inputs[0].tolist(), "target_in": inputs[1].tolist()}
@@ -113,3 +116,7 @@ class Seq2Seq(TaskKind):
     def tokens_per_epoch(self, split):
         """Source and target tokens."""
         return super().tokens_per_epoch(split) + int((split.y != PAD).sum())
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
