@@ -154,7 +154,22 @@ def test_local_window_matches_numpy(causal):
 
 # Independent peers: Keras's own attention layers.
 
-MASK_CASES = [(None, None, False), ("pad", "pad", False), (None, None, True), ("pad", "pad", True)]
+# Keras 3.10 and 3.11's own Attention / AdditiveAttention subtract a `(B, Tv)` value mask
+# from `(B, Tq, Tv)` scores without expanding it (a shape error unless Tq == B); Keras 3.12
+# expands it. The library does not use these layers: only the peer comparison is affected.
+_PEER_MASK_BUG = tuple(int(part) for part in keras.__version__.split(".")[:2]) < (3, 12)
+_PEER_BUG = pytest.mark.xfail(
+    _PEER_MASK_BUG,
+    reason=f"keras.layers.Attention in Keras {keras.__version__} mishandles a (B, Tv) value "
+    "mask without a causal mask (fixed in Keras 3.12)",
+    strict=True,
+)
+MASK_CASES = [
+    (None, None, False),
+    pytest.param("pad", "pad", False, marks=_PEER_BUG),
+    (None, None, True),
+    ("pad", "pad", True),
+]
 
 
 def _peer_inputs():
