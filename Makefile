@@ -25,7 +25,8 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory test-jax
 	$(MAKE) --no-print-directory test-torch
 
-test-tf: $(STAMP)
+# Needs torch too: tests/test_cross_backend.py loads TensorFlow's .keras files on JAX and torch.
+test-tf: $(TORCH_STAMP)
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --durations=15 tests
 
 test-jax: $(STAMP)
@@ -35,10 +36,8 @@ $(TORCH_STAMP): $(STAMP)
 	$(PY) -m pip install -q $(TORCH)
 	touch $(TORCH_STAMP)
 
-# The layer suite on PyTorch, and `.keras` files saved on TensorFlow loaded on JAX and torch.
 test-torch: $(TORCH_STAMP)
 	KERAS_BACKEND=torch $(PYTEST) -n 2 -m "layers and not slow" tests
-	$(PYTEST) tests/test_cross_backend.py
 
 # The layer suite and one runner test on the lower bounds of pyproject.toml (TensorFlow).
 test-oldest: $(STAMP)
