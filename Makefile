@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
-# PyTorch, installed into .venv by `make test-torch` (the CPU wheel where pip's config has one).
+# PyTorch, installed into .venv for test-torch and test-tf (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
 # The oldest versions pyproject.toml allows (`make test-oldest`): a venv of its own.
