@@ -9,7 +9,13 @@ model and `key`, so later calls with the same shapes skip tracing:
 - JAX: `jax.jit`, the model's variables passed in as arguments through a
   `keras.StatelessScope` (the compiled function stays valid after the
   weights change).
-- PyTorch (and NumPy): the loop runs eagerly.
+- PyTorch: the loop runs eagerly; with `jit_compile` the model's decoding step
+  (`next_logits`, one RNN step plus one attention read) is a `torch.compile`d
+  function. On the generation benchmark (LSTM 256, 8 x 256 tokens, 2 CPU cores)
+  that took generation from 2.73 s to 1.66 s, after a first call of 26 s spent
+  compiling; compiling the whole loop instead was slower than eager (3.00 s: the
+  data-dependent `while` breaks the graph every step) after 111 s of compiling.
+- NumPy: the loop runs eagerly.
 
 The cache holds the model only weakly.
 """
@@ -52,7 +58,40 @@ def _compile(model_ref, run, jit_compile):
         return tf.function(call, jit_compile=jit_compile, reduce_retracing=True, autograph=False)
     if backend == "jax":
         return _jax_jit(call, model_ref)
+    if backend == "torch" and jit_compile:
+        return _torch_compiled_step(run, model_ref)
     return call
+
+
+def _torch_compiled_step(run, model_ref):
+    def call(*tensors):
+        model = model_ref()
+        # Kept on the model (a cycle the collector frees with it), compiled from the bound
+        # method: a compiled function that looks the model up through a weak reference is
+        # re-guarded every step (17 s instead of 1.7 s on the benchmark).
+        step = model.__dict__.get(_STEP_ATTRIBUTE)
+        if step is None:
+            import torch
+
+            step = torch.compile(model.next_logits)
+            model.__dict__[_STEP_ATTRIBUTE] = step
+        return run(_WithStep(model, step), *tensors)
+
+    return call
+
+
+_STEP_ATTRIBUTE = "_keras_attn_rnn_compiled_next_logits"
+
+
+class _WithStep:
+    """The model, with `next_logits` replaced by a compiled step (torch)."""
+
+    def __init__(self, model, next_logits):
+        self._model = model
+        self.next_logits = next_logits
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
 
 
 def _jax_jit(call, model_ref):

@@ -5,7 +5,8 @@
 search, or your own). Decoding never re-runs the prefix: the model's step API
 does one RNN step plus one attention over a cache per token, and the loop is
 a `keras.ops.while_loop`, compiled for the backend (`tf.function` on
-TensorFlow, `jax.jit` on JAX).
+TensorFlow, `jax.jit` on JAX; on PyTorch eager, or with `jit_compile=True` a
+`torch.compile`d decoding step).
 
 Any object with this step API can be decoded (tests use fake models):
 
@@ -111,8 +112,12 @@ def generate(
         num_beams_returned: how many of the best beams `"beam"` returns.
         jit_compile: on TensorFlow, compile the decoding function with XLA
             (it is a `tf.function` either way); on JAX the function is
-            always `jax.jit`-compiled. Compiled functions are cached per model
-            and options: later calls with the same shapes skip tracing.
+            always `jax.jit`-compiled; on PyTorch the loop runs eagerly and
+            `jit_compile=True` compiles the model's decoding step with
+            `torch.compile` (worth it for long generations: ~1.6x faster per
+            token on CPU, after tens of seconds of compiling on the first call).
+            Compiled functions are cached per model and options: later calls
+            with the same shapes skip tracing.
         strategy: the older name of `sampler` (a name only); wins when given.
 
     Returns:

@@ -5,11 +5,12 @@ table), so every expected sequence can be worked out by hand. One-hot x 1e9
 tables make every strategy deterministic.
 """
 
+import keras
 import numpy as np
 import pytest
 from fake_models import PROMPTS, S, TableModel, V, cycle_table, log_softmax_rows, random_table
 
-from keras_attn_rnn import generation
+from keras_attn_rnn import generation, models
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
@@ -237,3 +238,21 @@ def test_errors_name_the_model_and_start_id():
     with pytest.raises(ValueError, match="start_id is required.*Received: start_id=None"):
         generate(FakeSeq2Seq(cycle_table()), [[1]], 3)
     assert generation.STRATEGIES == ("greedy", "sample", "top_k", "top_p", "beam")
+
+
+# On torch this compiles the step (~25 s the first time on 2 CPU cores): the greedy case is
+# the torch suite's one check of that path, beam runs there with the slow tests.
+_SLOW_ON_TORCH = [pytest.mark.slow] if keras.backend.backend() == "torch" else []
+
+
+@pytest.mark.parametrize("sampler", ["greedy", pytest.param("beam", marks=_SLOW_ON_TORCH)])
+def test_jit_compile_decodes_as_without(sampler):
+    """`jit_compile=True` (XLA on TensorFlow, a torch.compile'd step on torch) changes nothing."""
+    keras.utils.set_random_seed(3)
+    lm = models.AttentiveLanguageModel(17, embedding_dim=6, units=8)
+    prompts = [[3, 4, 5], [6]]
+    plain = generate(lm, prompts, 6, sampler=sampler, eos_id=2)
+    compiled = generate(lm, prompts, 6, sampler=sampler, eos_id=2, jit_compile=True)
+    np.testing.assert_array_equal(compiled.tokens, plain.tokens)
+    np.testing.assert_allclose(compiled.scores, plain.scores, atol=1e-5)
+    np.testing.assert_allclose(compiled.attention, plain.attention, atol=1e-5)

@@ -33,7 +33,9 @@ def test_the_rnn_loop_runs_a_step_function_over_time():
         total = states[0] + inputs
         return total, [total]
 
-    last, outputs, (final,) = _keras_compat.rnn(step, x, [np.zeros((2, 2), "float32")], 3)
+    # Backend tensors, as the library passes them (the torch loop takes no NumPy arrays).
+    inputs, initial = ops.convert_to_tensor(x), ops.zeros((2, 2), "float32")
+    last, outputs, (final,) = _keras_compat.rnn(step, inputs, [initial], 3)
     np.testing.assert_allclose(to_numpy(outputs), np.cumsum(x, axis=1))
     np.testing.assert_allclose(to_numpy(final), x.sum(1))
     np.testing.assert_allclose(to_numpy(last), x.sum(1))

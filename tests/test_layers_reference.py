@@ -154,7 +154,21 @@ def test_local_window_matches_numpy(causal):
 
 # Independent peers: Keras's own attention layers.
 
+# Keras 3.10 and 3.11's own Attention / AdditiveAttention subtract a `(B, Tv)` value mask
+# from `(B, Tq, Tv)` scores without expanding it (a shape error unless Tq == B); Keras 3.12
+# expands it. The library does not use these layers: only the peer comparison is affected.
+_PEER_MASK_BUG = tuple(int(part) for part in keras.__version__.split(".")[:2]) < (3, 12)
+_PEER_BUG = pytest.mark.xfail(
+    _PEER_MASK_BUG,
+    reason=f"keras.layers.Attention in Keras {keras.__version__} mishandles a (B, Tv) value "
+    "mask without a causal mask (fixed in Keras 3.12)",
+    strict=True,
+)
 MASK_CASES = [(None, None, False), ("pad", "pad", False), (None, None, True), ("pad", "pad", True)]
+PEER_LAYER_CASES = [
+    pytest.param(*case, marks=_PEER_BUG) if case == ("pad", "pad", False) else case
+    for case in MASK_CASES
+]
 
 
 def _peer_inputs():
@@ -163,7 +177,7 @@ def _peer_inputs():
     return q, v, k, masks
 
 
-@pytest.mark.parametrize("q_mask,v_mask,causal", MASK_CASES)
+@pytest.mark.parametrize("q_mask,v_mask,causal", PEER_LAYER_CASES)
 def test_dot_equals_keras_attention(q_mask, v_mask, causal):
     q, v, k, masks = _peer_inputs()
     mask = masks if q_mask else None
@@ -192,7 +206,7 @@ def test_scaled_dot_equals_dot_product_attention(q_mask, v_mask, causal):
     np.testing.assert_allclose(to_numpy(ours), peer, atol=ATOL)
 
 
-@pytest.mark.parametrize("q_mask,v_mask,causal", MASK_CASES)
+@pytest.mark.parametrize("q_mask,v_mask,causal", PEER_LAYER_CASES)
 def test_additive_with_identity_projections_equals_keras_additive_attention(q_mask, v_mask, causal):
     q, v, k, masks = _peer_inputs()
     mask = masks if q_mask else None
