@@ -159,3 +159,13 @@ class ModelLoader:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
+
+
+def image_steps(files: set[str]) -> dict[str, set[int]]:
+    """`{key: steps}` of the stepped images (`mlflow.log_image(key=, step=)`) among `files`."""
+    out: dict[str, set[int]] = {}
+    for path in files:
+        if path.startswith("images/") and path.endswith(".png"):
+            key, _, step, *_ = path.removeprefix("images/").split("+")
+            out.setdefault(key, set()).add(int(step))
+    return out

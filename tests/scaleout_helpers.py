@@ -139,10 +139,15 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def metric_steps(client, run_id: str) -> dict[str, list[int]]:
-    """Every metric of a run with the sorted steps of its history."""
+def metric_steps(client, run_id: str, *, system: bool = False) -> dict[str, list[int]]:
+    """The run's metrics with the sorted steps of their history.
+
+    The runner's own metrics by default; `system=True`: MLflow's `system/...`
+    metrics only, whose steps count samples, not epochs.
+    """
     run = client.get_run(run_id)
     return {
         key: sorted(m.step for m in client.get_metric_history(run_id, key))
         for key in run.data.metrics
+        if key.startswith("system/") == system
     }

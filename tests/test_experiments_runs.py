@@ -12,6 +12,7 @@ from experiments_helpers import (
     TINY_TASKS,
     ModelLoader,
     artifact_paths,
+    image_steps,
     runs,
     store_uri,
     write_config,
@@ -33,16 +34,6 @@ TASK_METRICS = {
     "charlm": {"val_perplexity", "val_bits_per_char"},
 }
 SAMPLES = {"reverse": 2, "charlm": 2}
-
-
-def image_steps(files: set[str]) -> dict[str, set[int]]:
-    """`{key: steps}` of the stepped images (`mlflow.log_image(key=, step=)`) among `files`."""
-    out: dict[str, set[int]] = {}
-    for path in files:
-        if path.startswith("images/") and path.endswith(".png"):
-            key, _, step, *_ = path.removeprefix("images/").split("+")
-            out.setdefault(key, set()).add(int(step))
-    return out
 
 
 def _artifact_threads() -> set[threading.Thread]:

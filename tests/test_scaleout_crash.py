@@ -107,6 +107,11 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path):
     for key, got in steps.items():
         expected = [EPOCHS] if key.startswith("test_") else list(range(1, EPOCHS + 1))
         assert got == expected, (key, got, delays)
+    # System metrics go on where each killed process left them: no step twice.
+    system = metric_steps(mlflow.MlflowClient(kill_uri), run_id, system=True)
+    assert "system/cpu_utilization_percentage" in system
+    for key, got in system.items():
+        assert len(got) == len(set(got)), (key, got)
     # Only the final, complete checkpoint is left; no half-written folder.
     assert sorted(p.name for p in run_dir.iterdir()) == [f"epoch-{EPOCHS - 1:04d}", "state.json"]
     (ref_dir,) = ref_ck.iterdir()

@@ -10,7 +10,7 @@ import keras
 import mlflow
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, runs, write_config
+from experiments_helpers import TINY_TASKS, image_steps, runs, write_config
 from scaleout_helpers import MlflowServer, free_port, metric_steps
 
 from experiments import errors
@@ -136,8 +136,9 @@ def test_outage_spools_then_sync_uploads_exactly_once(remote, tmp_path, monkeypa
         expected = [epochs] if key.startswith("test_") else list(range(1, epochs + 1))
         assert got == expected, (key, got)
     assert {"loss", "val_loss", "accuracy", "alignment_accuracy", "test_accuracy"} <= set(steps)
-    heatmaps = {a.path for a in client.list_artifacts(run_id, "heatmaps")}
-    assert {f"heatmaps/epoch_{e:03d}" for e in range(1, epochs + 1)} <= heatmaps
+    images = {a.path for a in client.list_artifacts(run_id, "images")}
+    assert image_steps(images)["attention_probe_0"] == set(range(1, epochs + 1))
+    assert "system/cpu_utilization_percentage" in metric_steps(client, run_id, system=True)
     assert run.data.tags["model_uri"].startswith("models:/")
     assert not (run_dir / "spool").exists()
 

@@ -9,6 +9,7 @@ artifacts) is asked of `task.kind`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,10 +59,10 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             f"{cfg.train.alignment_loss_weight}; expected 0 for task {task.name!r}, which has "
             "no ground-truth alignment (reverse and needle have one)"
         )
-    try:  # the model's own checks (e.g. options the chosen mechanism does not take)
-        kind.build_model(cfg, task)
-    except ValueError as err:
-        raise ConfigError(f"invalid config:\n  model: {err}") from None
+    if cfg.train.distribute != "multi_worker":
+        # A multi-worker strategy must come before TensorFlow's first op, so `execute`
+        # trial-builds its model after creating the strategy.
+        _check_model(cfg, task)
     known = epoch_metric_names(task)
     if cfg.train.early_stopping and cfg.train.early_stopping.monitor not in known:
         raise ConfigError(
@@ -70,6 +71,14 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             f"one of {', '.join(sorted(known))}"
         )
     return Prepared(cfg, task)
+
+
+def _check_model(cfg: ExperimentConfig, task: Task) -> None:
+    """Build the model once for its own checks (e.g. options a mechanism does not take)."""
+    try:
+        task.kind.build_model(cfg, task)
+    except ValueError as err:
+        raise ConfigError(f"invalid config:\n  model: {err}") from None
 
 
 def epoch_metric_names(task: Task) -> set[str]:
@@ -90,8 +99,13 @@ def execute(
     """
     cfg, task = prepared.cfg, prepared.task
     distribute.check(cfg)
+    strategy = distribute.make_strategy(cfg.train.distribute)  # before TensorFlow's first op
+    distribute.check_batch(strategy, cfg.train.batch_size)
+    if cfg.train.distribute == "multi_worker":
+        _check_model(cfg, task)
+    train = functools.partial(_train, strategy=strategy)
     if not distribute.is_chief(cfg.train.distribute):
-        return distribute.run_worker(prepared, _train)  # trains, logs and saves nothing
+        return distribute.run_worker(prepared, train)  # trains, logs and saves nothing
     client = store.connect()
     if cfg.tracking.system_metrics:
         mlflow.set_system_metrics_sampling_interval(cfg.tracking.system_metrics_interval)
@@ -118,7 +132,7 @@ def execute(
     try:
         if resume_run_id is None:
             _log_start(tracker, cfg, task, folder)
-        _train(cfg, task, tracker, folder)
+        train(cfg, task, tracker, folder)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -166,13 +180,11 @@ def compile_model(model, cfg, task) -> None:
     )
 
 
-def _train(cfg, task, tracker, folder: Path) -> None:
+def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
     seed = cfg.train.seed
     keras.utils.set_random_seed(seed)
     if cfg.train.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
-    strategy = distribute.make_strategy(cfg.train.distribute)
-    distribute.check_batch(strategy, cfg.train.batch_size)
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = task.kind.build_model(cfg, task)
         trained = supervision.wrap(model, cfg)  # model, or model + attention losses
