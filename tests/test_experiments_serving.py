@@ -9,6 +9,7 @@ check compares what a fresh process (or a server) gives with what
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -38,7 +39,9 @@ from experiments.tasks import addition, textcls
 from experiments.tasks.split import pad
 from experiments.tasks.vocab import END, START, UNK, Vocab
 from experiments.tracking import model_logging, text_model
+from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run
+from experiments.training.distribute import NullTracker
 from keras_attn_rnn import generation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -544,3 +547,9 @@ def test_text_model_refuses_what_is_not_text():
             text_model.texts_of(bad)
         assert caught.value.error_code == "INVALID_PARAMETER_VALUE"
     assert text_model.texts_of(np.array(["a", "b"])) == ["a", "b"]
+
+
+def test_non_chief_workers_take_the_model_logging_call_and_log_nothing():
+    tracker_call = inspect.signature(Tracker.log_model).parameters
+    assert list(inspect.signature(NullTracker.log_model).parameters) == list(tracker_call)
+    assert NullTracker().log_model(object(), {"kind": "seq2seq"}) == {}
