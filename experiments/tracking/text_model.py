@@ -171,6 +171,8 @@ class TextModel(mlflow.pyfunc.PythonModel):
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
 
+    # `model_input` is a list, a Series, an array or a DataFrame; the hint is pandas' because
+    # with it MLflow neither warns about hints nor coerces the input: `texts_of` checks it.
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
         texts = texts_of(model_input)
         ids = [self.codec.encode(text) for text in texts]
