@@ -104,21 +104,26 @@ def artifact_paths(uri: str, run_id: str) -> set[str]:
 
 LOADER = r"""
 import json, sys, traceback
+sys.modules["keras_attn_rnn"] = None  # the library cannot be imported here: loading must not need it
+sys.modules["experiments"] = None
 import numpy as np
 import mlflow, mlflow.keras
-import keras_attn_rnn  # registers the library's serializable classes
 print("ready", flush=True)
 for line in sys.stdin:
     uri, run_id, model_uri = line.split()
     try:
         mlflow.set_tracking_uri(uri)
         folder = mlflow.artifacts.download_artifacts(run_id=run_id)
-        example = json.load(open(folder + "/input_example.json"))
+        tokens = np.array(json.load(open(folder + "/input_example.json"))["tokens"], dtype="int32")
         expected = np.load(folder + "/expected_output.npy")
-        inputs = [np.array(v, dtype="int32") for v in example.values()]
-        model = mlflow.keras.load_model(model_uri)
-        got = np.asarray(model(inputs if len(inputs) > 1 else inputs[0], training=False))
-        reply = {"run_id": run_id, "max_abs_diff": float(np.max(np.abs(got - expected)))}
+        model = mlflow.keras.load_model(model_uri)  # the exported SavedModel
+        got = np.asarray(model.serve(tokens))
+        reply = {
+            "run_id": run_id,
+            "shape": list(got.shape),
+            "expected_shape": list(expected.shape),
+            "max_abs_diff": float(np.max(np.abs(got.astype("float64") - expected))),
+        }
     except Exception:
         reply = {"run_id": run_id, "error": traceback.format_exc()}
     print(json.dumps(reply), flush=True)
@@ -128,8 +133,10 @@ for line in sys.stdin:
 class ModelLoader:
     """A fresh Python process that loads logged models with `mlflow.keras.load_model`.
 
-    One process serves many checks (its imports happen once, and overlap the
-    in-process training); each check sends one line and reads one line back.
+    `keras_attn_rnn` (and the runner) cannot be imported there, so a model
+    that needs the library fails to load. One process serves many checks
+    (its imports happen once, and overlap the in-process training); each
+    check sends one line and reads one line back.
     """
 
     def __init__(self, cwd: Path):
@@ -146,7 +153,8 @@ class ModelLoader:
         )
 
     def check(self, uri: str, run_id: str, model_uri: str) -> dict:
-        """Load one model; returns `{"max_abs_diff": ...}` against the logged output."""
+        """Load one model; returns `{"max_abs_diff": ..., "shape": ...}` of what its `serve`
+        gives for the logged input example against the logged expected output."""
         self.proc.stdin.write(f"{uri} {run_id} {model_uri}\n")
         self.proc.stdin.flush()
         while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -10,7 +11,7 @@ import time
 import mlflow
 import pytest
 import requests
-from experiments_helpers import store_uri
+from experiments_helpers import TINY, TINY_TASKS, store_uri
 from mlflow.exceptions import MlflowException, RestException
 from mlflow.protos.databricks_pb2 import (
     INVALID_PARAMETER_VALUE,
@@ -19,12 +20,16 @@ from mlflow.protos.databricks_pb2 import (
 )
 from scaleout_helpers import child_env, free_port
 
+from experiments import config as config_lib
 from experiments.errors import ConfigError, Offline, TrackingUnavailable
-from experiments.tracking import resilient, server
+from experiments.tasks.vocab import END, START
+from experiments.tracking import model_logging, resilient, server
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.sync import sync_run
 from experiments.tracking.tracker import ARTIFACT_THREAD, Tracker
 from experiments.tracking.transient import is_transient
+from experiments.training import run as training_run
+from keras_attn_rnn import generation
 
 
 class Flaky:
@@ -288,3 +293,41 @@ def test_stepped_images_and_dataset_inputs_are_spooled_and_replayed(store, monke
     logged = client.get_run(run_id).inputs.dataset_inputs
     assert sorted(d.dataset.digest for d in logged) == sorted(d.dataset.digest for d in inputs)
     assert {t.value for d in logged for t in d.tags} == {"training", "validation", "testing"}
+
+
+@pytest.mark.slow
+def test_a_spooled_model_is_replayed_as_both_models_with_its_card(store, monkeypatch):
+    client, run_id, folder = store
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    data = {"task": TINY_TASKS["reverse"], **TINY, "generate": {"max_length": 4}}
+    prepared = training_run.prepare(config_lib.validate(data))
+    task, kind = prepared.task, prepared.task.kind
+    model = kind.build_model(prepared.cfg, task)
+    model(task.train.take(slice(0, 2)).inputs)  # built, untrained: any weights will do
+    card = kind.text_card(task, prepared.cfg)
+    logging_models = model_logging.log_models
+
+    def unreachable(model, card):
+        raise ConnectionError("server down")
+
+    monkeypatch.setattr(model_logging, "log_models", unreachable)
+    tracker = resilient.ResilientTracker(client, run_id, folder / "ck", resilient.Link(cooldown=0))
+    mlflow.set_tracking_uri(store_uri(folder))
+    with mlflow.start_run(run_id=run_id):
+        spooled = tracker.log_model(model, card)
+        assert spooled == dict.fromkeys(spool_lib.MODEL_TAGS, resilient.SPOOLED_MODEL_URI)
+        (record,) = tracker.spool.pending()
+        assert record["op"] == "model" and record["card"] == json.loads(json.dumps(card))
+        monkeypatch.setattr(model_logging, "log_models", logging_models)
+        assert tracker.flush()
+    tags = client.get_run(run_id).data.tags
+    assert tags["model_uri"].startswith("models:/")
+    # The replayed text model decodes with the spooled card: as the runner would.
+    path = list(sys.path)
+    try:
+        text_model = mlflow.pyfunc.load_model(tags["text_model_uri"])
+        (record,) = text_model.predict(["abc"])
+    finally:
+        sys.path[:] = path  # the model's code_paths
+    ids = generation.generate(model, [task.vocab.encode("abc")], 4, eos_id=END, start_id=START)
+    assert record["text"] == task.vocab.decode(ids.tokens[0])

@@ -75,15 +75,15 @@ def test_remote_server_round_trip(remote, tmp_path):
     local = client.download_artifacts(run_id, names[0], str(tmp_path))
     assert Path(local).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list((remote.folder / "artifacts").rglob("*.png"))  # stored by the server
-    # The model, read back over HTTP, predicts what it did before logging.
+    # The model, read back over HTTP, serves what the runner decoded before logging.
     folder = mlflow.artifacts.download_artifacts(
         run_id=run_id, artifact_path="", dst_path=str(tmp_path / "dl"), tracking_uri=remote.uri
     )
-    example = json.loads(Path(folder, "input_example.json").read_text())
+    tokens = json.loads(Path(folder, "input_example.json").read_text())["tokens"]
     expected = np.load(f"{folder}/expected_output.npy")
     model = mlflow.keras.load_model(run.data.tags["model_uri"])
-    got = model([np.array(v, dtype="int32") for v in example.values()], training=False)
-    np.testing.assert_allclose(np.asarray(got), expected, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(model.serve(np.array(tokens, "int32"))), expected)
+    assert run.data.tags["text_model_uri"].startswith("models:/")
 
 
 class Outage(keras.callbacks.Callback):
@@ -140,6 +140,7 @@ def test_outage_spools_then_sync_uploads_exactly_once(remote, tmp_path, monkeypa
     assert image_steps(images)["attention_probe_0"] == set(range(1, epochs + 1))
     assert "system/cpu_utilization_percentage" in metric_steps(client, run_id, system=True)
     assert run.data.tags["model_uri"].startswith("models:/")
+    assert run.data.tags["text_model_uri"].startswith("models:/")  # the card was spooled too
     assert not (run_dir / "spool").exists()
 
 

@@ -12,9 +12,9 @@ import argparse
 import sys
 
 from experiments import errors
-from experiments.commands import bench, listing, resume, run, sweep, sync, ui
+from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
 
-COMMANDS = (run, sweep, resume, ui, listing, bench, sync)
+COMMANDS = (run, sweep, resume, ui, listing, bench, sync, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,8 @@ def build(cfg) -> Task:
         probes,
         target_vocab=vocab,
         generalization=generalization,
+        # a typed question is padded and reversed as `_pair` does
+        tokenizer={"split": "chars", "pad_to": 2 * cfg.digits + 1, "reverse": cfg.reverse_input},
     )
 
 

@@ -34,4 +34,14 @@ def build(cfg) -> Task:
         pad(rows, cfg.max_length), np.array(labels, "int32"), None, np.array(positions, "int32")
     )
     train, val, test, probes = make_splits(data, cfg, rng)
-    return Task("needle", "classification", vocab, train, val, test, probes, class_names=needles)
+    return Task(
+        "needle",
+        "classification",
+        vocab,
+        train,
+        val,
+        test,
+        probes,
+        class_names=needles,
+        tokenizer={"split": "whitespace"},
+    )

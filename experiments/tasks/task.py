@@ -20,6 +20,11 @@ class Task:
     `class_names` the label names for classification. `probes` are fixed
     examples plotted over the epochs. `generalization` holds test examples
     longer than any seen in training (length generalisation), or None.
+    `tokenizer` says how a raw text becomes input tokens, as the task's
+    builder makes them (the text model's rule: `TextCodec` in
+    `experiments/tracking/text_model.py`): `split` is `"chars"`,
+    `"whitespace"` or `"regex"` (with `pattern`, `lowercase`), optionally
+    with `pad_to`, `reverse`, `max_tokens` and `empty_as_unknown`.
     """
 
     name: str
@@ -33,6 +38,7 @@ class Task:
     class_names: list[str] | None = None
     prompts: list[str] = field(default_factory=list)
     generalization: Split | None = None
+    tokenizer: dict = field(default_factory=lambda: {"split": "chars"})
 
     def __post_init__(self):
         if isinstance(self.kind, str):

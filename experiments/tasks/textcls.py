@@ -16,10 +16,24 @@ from experiments.tasks.split import Split, make_splits, pad
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import SPECIALS, UNK, Vocab
 
+# Words and single punctuation marks.
+TOKEN_PATTERN = r"\w+|[^\w\s]"
+
 
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
     """Words and single punctuation marks."""
-    return re.findall(r"\w+|[^\w\s]", text.lower() if lowercase else text)
+    return re.findall(TOKEN_PATTERN, text.lower() if lowercase else text)
+
+
+def tokenizer(cfg) -> dict:
+    """How `build` turns a text into tokens (`Task.tokenizer`): `tokenize`, cut, never empty."""
+    return {
+        "split": "regex",
+        "pattern": TOKEN_PATTERN,
+        "lowercase": cfg.lowercase,
+        "max_tokens": cfg.max_length,
+        "empty_as_unknown": True,
+    }
 
 
 def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
@@ -78,7 +92,14 @@ def build(cfg) -> Task:
     vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
     x = pad([vocab.encode(t) or [UNK] for t in tokens], cfg.max_length)
     encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
-    return Task("textcls", "classification", vocab, *encoded, class_names=class_names)
+    return Task(
+        "textcls",
+        "classification",
+        vocab,
+        *encoded,
+        class_names=class_names,
+        tokenizer=tokenizer(cfg),
+    )
 
 
 def _imdb(cfg) -> Task:
@@ -105,5 +126,13 @@ def _imdb(cfg) -> Task:
     rng = np.random.default_rng(cfg.seed)
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
-        "textcls", "classification", vocab, train, val, test, probes, class_names=["neg", "pos"]
+        "textcls",
+        "classification",
+        vocab,
+        train,
+        val,
+        test,
+        probes,
+        class_names=["neg", "pos"],
+        tokenizer=tokenizer(cfg),
     )

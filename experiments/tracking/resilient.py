@@ -216,16 +216,17 @@ class ResilientTracker(Tracker):
             steps = set(self.client.local_steps.get(key, set()))
         return steps | self.spool.spooled_steps(key)
 
-    def log_model(self, model) -> str:
+    def log_model(self, model, card: dict) -> dict[str, str]:
+        """Log both models; offline, spool the `.keras` file with the card (JSON, in the record)."""
         try:
-            return self.link.call(super().log_model, model)
+            return self.link.call(super().log_model, model, card)
         except Offline:
             pass
         tmp, final = self.spool.new_file("model.keras")  # tmp keeps the .keras suffix
         model.save(tmp)
         name = self.spool.commit_file(tmp, final)
-        self.spool.append({"op": "model", "file": name})
-        return SPOOLED_MODEL_URI
+        self.spool.append({"op": "model", "file": name, "card": card})
+        return {tag: SPOOLED_MODEL_URI for tag in spool_lib.MODEL_TAGS}
 
     def flush(self) -> bool:
         """Finish the artifact thread, upload the spool; True when nothing is left in it."""
@@ -242,7 +243,7 @@ class ResilientTracker(Tracker):
                 self.spool,
                 self.raw_client,
                 self.run_id,
-                log_model=lambda path: Tracker.log_model(self, load_keras(path)),
+                log_model=lambda path, card: Tracker.log_model(self, load_keras(path), card),
             )
         except Exception as err:  # noqa: BLE001 - never fail a finished run over its spool
             if not isinstance(err, Offline):

@@ -4,7 +4,8 @@ Layout under `<checkpoint folder>/spool/`:
 
 - `journal.jsonl`: one JSON record per spooled call, in order, each with a
   sequence number `seq` and an `op` (`metrics`, `params`, `tags`,
-  `artifact`, `table`, `model`, `status`). A record is appended only after
+  `artifact`, `table`, `model`, `status`); a `model` record carries the
+  model's text card. A record is appended only after
   every file it names is complete, so a kill at any moment leaves at worst a
   torn last line, which is ignored.
 - `files/`: the artifacts' bytes (written to a temporary name, fsync'ed,
@@ -47,6 +48,8 @@ import pandas as pd
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
 SPOOL_DIR = "spool"
+# The run tags naming the logged models (set by the `model` op once uploaded).
+MODEL_TAGS = ("model_uri", "text_model_uri")
 FSYNC_SECONDS = 0.5
 
 
@@ -244,7 +247,8 @@ def replay(spool: Spool, client, run_id: str, *, log_model=None, echo=None) -> i
     """Upload every pending record to run `run_id`; return how many were uploaded.
 
     Stops at the first failure (the rest stays spooled, in order). `log_model`
-    is `function(path_to_keras_file) -> model_uri` for spooled models.
+    is `function(path_to_keras_file, card) -> {tag: model URI}` for spooled
+    models (`card`: the text card spooled with it).
     """
     try:
         return _replay(spool, client, run_id, log_model, echo)
@@ -299,7 +303,7 @@ def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
             tags = [
                 RunTag(k, v)
                 for k, v in record["tags"].items()
-                if not (k == "model_uri" and v.startswith("spooled:"))  # set by the model op
+                if not (k in MODEL_TAGS and v.startswith("spooled:"))  # set by the model op
             ]
             if tags:
                 client.log_batch(run_id, tags=tags)
@@ -324,8 +328,14 @@ def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
         elif op == "model":
             if log_model is None:
                 raise RuntimeError("a spooled model needs a log_model function to upload it")
-            uri = log_model(spool.file(record["file"]))
-            client.set_tag(run_id, "model_uri", uri)
+            if "card" not in record:
+                raise RuntimeError(
+                    f"spooled model #{record['seq']} has no text card (spooled by an older "
+                    "version of the runner); log it by hand from "
+                    f"{spool.file(record['file'])}"
+                )
+            tags = log_model(spool.file(record["file"]), record["card"])
+            client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
         elif op == "status":
             client.set_terminated(run_id, record["status"], record.get("end_time"))
         spool.mark_done(record["seq"])

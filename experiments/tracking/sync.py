@@ -44,13 +44,13 @@ def sync_run(run_id: str, checkpoint_dir: str | None = None, echo=None) -> tuple
         return 0, 0
     status = client.get_run(run_id).info.status
 
-    def log_model(path: Path) -> str:
+    def log_model(path: Path, card: dict) -> dict[str, str]:
         model = resilient.load_keras(path)
         with mlflow.start_run(run_id=run_id):
-            uri = Tracker(client, run_id).log_model(model)
+            tags = Tracker(client, run_id).log_model(model, card)
         if status != "RUNNING":
             client.set_terminated(run_id, status)  # start_run reopened it; restore
-        return uri
+        return tags
 
     count = spool_lib.replay(spool, client, run_id, log_model=log_model, echo=echo)
     left = len(spool.pending())

@@ -8,14 +8,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import keras
 import mlflow
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 from mlflow.entities import Metric, Param
 
 from experiments import config as config_lib
+from experiments.tracking import model_logging
 
 CONFIG_ARTIFACT = "config.yaml"
 ARTIFACT_THREAD = "mlflow-artifacts"
@@ -119,18 +118,13 @@ class Tracker:
             )
             return Path(local).read_text(encoding="utf-8")
 
-    def log_model(self, model) -> str:
-        """Log the trained model with explicit pip requirements; return its URI."""
-        requirements = [
-            f"keras=={keras.__version__}",
-            f"tensorflow=={tf.__version__}",
-            "keras-attn-rnn",
-        ]
+    def log_model(self, model, card: dict) -> dict[str, str]:
+        """Log the trained model as `model` (Keras flavor) and `text_model` (pyfunc) with its
+        text card (see `model_logging`); return the tags `model_uri` and `text_model_uri`."""
         active = mlflow.active_run()
         if active is None or active.info.run_id != self.run_id:
             raise RuntimeError(f"log_model needs run {self.run_id} to be the active run")
-        info = mlflow.keras.log_model(model, name="model", pip_requirements=requirements)
-        return info.model_uri
+        return model_logging.log_models(model, card)
 
     def end(self, status: str = "FINISHED") -> None:
         """Wait for the artifact thread, end the run with `status`, and stop the thread."""

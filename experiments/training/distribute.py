@@ -147,8 +147,8 @@ class NullTracker:
     def logged_steps(self, key: str) -> set[int]:
         return set()
 
-    def log_model(self, model) -> None:
-        return None
+    def log_model(self, model, card) -> dict[str, str]:
+        return {}
 
     def __getattr__(self, name):
         if name.startswith("_"):

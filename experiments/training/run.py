@@ -15,11 +15,12 @@ from pathlib import Path
 
 import keras
 import mlflow
+import numpy as np
 
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.errors import ConfigError
-from experiments.tasks import Task, build_task, lengths, modeling
+from experiments.tasks import Task, build_task, lengths
 from experiments.tracking import resilient, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
@@ -295,9 +296,10 @@ def _finish(model, cfg, task, tracker) -> None:
     if rows:
         tracker.log_table(rows, "samples/final.json")
     if cfg.tracking.log_model:
-        example = task.probes.take(slice(0, 2))
-        expected = modeling.predict_logits(model, example.inputs)
-        tracker.log_dict(kind.input_example(example.inputs), "input_example.json")
-        tracker.log_array(expected, "expected_output.npy")
-        tracker.set_tags({"model_uri": tracker.log_model(model)})
+        card = kind.text_card(task, cfg)
+        tokens = np.asarray(card["examples"]["tokens"], dtype="int32")
+        tracker.log_dict({"tokens": tokens.tolist()}, "input_example.json")
+        # What the Keras-flavor model must serve for them: greedy ids, or logits.
+        tracker.log_array(kind.serving_output(model, cfg, tokens), "expected_output.npy")
+        tracker.set_tags(tracker.log_model(model, card))  # model_uri, text_model_uri
     tracker.wait()  # the heatmaps: a failure fails the run

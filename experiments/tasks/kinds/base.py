@@ -3,8 +3,8 @@
 A kind is the model a task trains and how it is judged: the model class
 and its defaults, the config values it refuses, the loss and compiled
 metrics, the metrics evaluated each epoch and at the end, the attention
-heatmaps of the probes, sample generations, final artifacts, the input
-example logged with the model, and the tokens an epoch processes.
+heatmaps of the probes, sample generations, final artifacts, the text
+card the logged models decode with, and the tokens an epoch processes.
 
 Kinds produce data (numbers, rows, figures); training logs them. They never
 import training or tracking.
@@ -21,13 +21,19 @@ import numpy as np
 from experiments.config import ExperimentConfig, GenerateConfig
 from experiments.errors import ConfigError
 from experiments.tasks import metrics, modeling
-from experiments.tasks.vocab import PAD
+from experiments.tasks.vocab import PAD, SPECIALS
 
 if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
     from matplotlib.figure import Figure
 
     from experiments.tasks.split import Split
     from experiments.tasks.task import Task
+
+
+# Version of the text card's layout (`TaskKind.text_card`).
+CARD_FORMAT = 1
+# What the logged models decode with unless asked otherwise.
+GREEDY = GenerateConfig(strategy="greedy")
 
 
 @dataclass
@@ -181,11 +187,66 @@ class TaskKind:
         """What the end of a run adds besides metrics, heatmaps and samples (nothing by default)."""
         return Artifacts()
 
-    def input_example(self, inputs) -> dict:
-        """The model's input as JSON, logged beside the model (not `log_model(input_example=)`:
-        MLflow issue 16183)."""
-        return {"tokens": inputs.tolist()}
+    # --- the logged model's card ---------------------------------------------------------
+
+    def text_card(self, task: Task, cfg: ExperimentConfig) -> dict:
+        """What the logged models need besides the trained model, as JSON (the "text card").
+
+        The input vocabulary and how a raw text becomes its tokens
+        (`Task.tokenizer`), the special tokens, the kind, and two examples
+        (raw texts and the token ids `(2, L)` the runner made of them: the
+        first probes); each kind adds what it decodes with (`card_fields`).
+        `experiments/tracking/text_model.py` reads it.
+        """
+        probes = task.probes.take(slice(0, 2))
+        return {
+            "format": CARD_FORMAT,
+            "kind": self.name,
+            "task": task.name,
+            "specials": list(SPECIALS),
+            "input": {**task.vocab.to_dict(), **task.tokenizer},
+            **self.card_fields(task, cfg),
+            "examples": {
+                "text": [_raw_text(task, row) for row in probes.x],
+                "tokens": probes.x.astype("int32").tolist(),
+            },
+        }
+
+    def serving_output(self, model, cfg: ExperimentConfig, tokens: np.ndarray) -> np.ndarray:
+        """What the logged Keras-flavor model must serve for `tokens` (B, L), as the runner
+        computes it: greedy-decoded ids (B, generate.max_length) (logits for classification)."""
+        return self.decode(model, GREEDY, tokens, cfg.generate.max_length)
+
+    def card_fields(self, task: Task, cfg: ExperimentConfig) -> dict:
+        """The kind's part of the text card: output vocabulary, start/end ids, generation
+        defaults (seq2seq, LM), or class names (classification)."""
+        raise NotImplementedError
 
     def tokens_per_epoch(self, split: Split) -> int:
         """The non-padding tokens one epoch over `split` feeds the model."""
         return int((split.x != PAD).sum())
+
+
+def generate_defaults(cfg: ExperimentConfig) -> dict:
+    """The text card's generation defaults: the run's `generate` section, typed for MLflow's
+    params schema (`k` 0 and `p` 1.0 stand for unset)."""
+    g = cfg.generate
+    return {
+        "max_length": int(g.max_length),
+        "beam_width": int(g.beam_width),
+        "temperature": float(g.temperature),
+        "k": int(g.k or 0),
+        "p": float(g.p or 1.0),
+        "length_penalty": float(g.length_penalty),
+        "seed": int(g.seed or 0),
+    }
+
+
+def _raw_text(task: Task, ids) -> str:
+    """A text that `task.tokenizer` turns into `ids` again: decoded, un-reversed, unpadded."""
+    text = task.vocab.decode(ids)
+    if task.tokenizer.get("reverse"):
+        text = text[::-1]
+    if task.tokenizer.get("pad_to"):
+        text = text.rstrip(" ")
+    return text

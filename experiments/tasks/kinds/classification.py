@@ -51,6 +51,12 @@ class Classification(TaskKind):
     def attended_rows(self, split):
         return None  # one pooling row per example, never padding
 
+    def serving_output(self, model, cfg, tokens):
+        return modeling.predict_logits(model, tokens)
+
+    def card_fields(self, task, cfg):
+        return {"classes": list(task.class_names)}
+
     def heatmap(self, task, i, source, logits, weights):
         predicted = task.class_names[int(np.argmax(logits))]
         truth = task.class_names[int(task.probes.y[i])]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from experiments.tasks import metrics
-from experiments.tasks.kinds.base import TaskKind
+from experiments.tasks.kinds.base import TaskKind, generate_defaults
 from keras_attn_rnn import models
 
 HEATMAP_TOKENS = 32  # a probe's causal heatmap shows its first tokens only
@@ -44,6 +44,15 @@ class LanguageModel(TaskKind):
             {"prompt": p, "continuation": task.vocab.decode(row)}
             for p, row in zip(prompts, decoded)
         ]
+
+    def card_fields(self, task, cfg):
+        """The same vocabulary out; no start or end id (as `sample_rows` decodes)."""
+        return {
+            "output": task.vocab.to_dict(),
+            "start_id": None,
+            "end_id": None,
+            "generate": generate_defaults(cfg),
+        }
 
     def heatmap(self, task, i, source, logits, weights):
         n = min(HEATMAP_TOKENS, len(source))

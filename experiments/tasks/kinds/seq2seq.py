@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from experiments.config import GenerateConfig
 from experiments.errors import ConfigError
 from experiments.tasks import metrics, modeling
-from experiments.tasks.kinds.base import TaskKind
+from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
 from experiments.tasks.vocab import END, PAD, START
 from keras_attn_rnn import mechanisms, models
 
@@ -19,8 +18,6 @@ MECHANISM_OPTIONS = (
     "cumulative",
     "window",
 )
-
-GREEDY = GenerateConfig(strategy="greedy")  # exact match is measured on greedy decoding
 
 
 class Seq2Seq(TaskKind):
@@ -69,7 +66,8 @@ class Seq2Seq(TaskKind):
 
     def task_metrics(self, model, task, split, logits):
         """Teacher-forced token accuracy, and exact match of greedy decoding."""
-        decoded = self.decode(model, GREEDY, split.x, split.y.shape[1])  # the split's targets
+        # exact match is measured on greedy decoding, of the split's target length
+        decoded = self.decode(model, GREEDY, split.x, split.y.shape[1])
         return {
             "token_accuracy": metrics.token_accuracy(split.y, logits),
             "exact_match": metrics.exact_match(split.y, decoded),
@@ -110,8 +108,14 @@ class Seq2Seq(TaskKind):
         )
         return weights[: len(targets), : len(source)], source, targets, f"probe {i}: {_short(text)}"
 
-    def input_example(self, inputs):
-        return {"source": inputs[0].tolist(), "target_in": inputs[1].tolist()}
+    def card_fields(self, task, cfg):
+        """The target vocabulary; decoding starts at `<s>`, stops at `</s>`."""
+        return {
+            "output": task.output_vocab.to_dict(),
+            "start_id": START,
+            "end_id": END,
+            "generate": generate_defaults(cfg),
+        }
 
     def tokens_per_epoch(self, split):
         """Source and target tokens."""

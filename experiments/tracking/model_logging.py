@@ -1,0 +1,180 @@
+"""A trained model logged as two MLflow models of the active run: `model` and `text_model`.
+
+- `model`: MLflow's Keras flavor in its exported form (`save_exported_model=True`),
+  a TensorFlow SavedModel whose `serve` runs `serving.ServingModel`: int32
+  token ids `(B, L)` to greedy-generated ids `(B, max_length)` (seq2seq, LM)
+  or logits `(B, classes)` (classification). `mlflow.keras.load_model`
+  returns it through `tf.saved_model.load`, so it loads where TensorFlow is
+  installed, with neither this library nor the runner, and nothing is
+  pickled. Logged with its signature and input example (the card's example
+  token ids).
+- `text_model`: the pyfunc of `text_model.py`, an MLflow model from code
+  (the file is the model; nothing pickled), with the trained `.keras` file
+  and the text card as artifacts, and the `keras_attn_rnn` package as its
+  `code_paths` (so the served environment needs nothing of this project
+  installed). Its signature declares the output records and the generation
+  params (not the input: see `text_signature`); its input example is the
+  card's example texts.
+
+Both pin the versions of Keras, TensorFlow and NumPy in use (the text model
+also pandas and MLflow); the library's version is in their metadata, since it
+travels as code rather than as a requirement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import types
+import warnings
+from pathlib import Path
+
+import keras
+import mlflow
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+from mlflow.models import ModelSignature, infer_signature
+from mlflow.types import Schema, TensorSpec
+
+import keras_attn_rnn
+from experiments.tracking.serving import CLASSIFICATION, ServingModel
+
+MODEL = "model"
+TEXT_MODEL = "text_model"
+TEXT_MODEL_FILE = Path(__file__).with_name("text_model.py")
+LIBRARY_FOLDER = Path(keras_attn_rnn.__file__).resolve().parent
+
+
+def log_models(model, card: dict) -> dict[str, str]:
+    """Log `model` (trained, built) with its text card to the active run.
+
+    Returns the tags `{"model_uri": ..., "text_model_uri": ...}`.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        keras_file = Path(tmp) / "model.keras"
+        model.save(keras_file)
+        card_file = Path(tmp) / "card.json"
+        card_file.write_text(json.dumps(card, indent=1), encoding="utf-8")
+        with _sys_path_kept():  # validating an input example loads the model's code_paths
+            return {
+                "model_uri": log_keras_model(model, card),
+                "text_model_uri": log_text_model(keras_file, card_file, card),
+            }
+
+
+def log_keras_model(model, card: dict) -> str:
+    """The Keras-flavor model (exported form); returns its URI."""
+    example = np.asarray(card["examples"]["tokens"], dtype="int32")
+    interactive = keras.config.is_interactive_logging_enabled()
+    keras.config.disable_interactive_logging()  # the export's listing of every variable
+    try:
+        info = mlflow.models.Model.log(
+            artifact_path=None,
+            name=MODEL,
+            flavor=_EXPORTED_KERAS,
+            model=ServingModel(model, card),
+            save_exported_model=True,
+            signature=keras_signature(card),
+            input_example=example,
+            pip_requirements=requirements(),
+            metadata=metadata(card),
+        )
+    finally:
+        if interactive:
+            keras.config.enable_interactive_logging()
+    return info.model_uri
+
+
+def log_text_model(keras_file: Path, card_file: Path, card: dict) -> str:
+    """The pyfunc text model; returns its URI."""
+    info = mlflow.pyfunc.log_model(
+        name=TEXT_MODEL,
+        python_model=str(TEXT_MODEL_FILE),
+        artifacts={"model": str(keras_file), "card": str(card_file)},
+        code_paths=[str(LIBRARY_FOLDER)],
+        signature=text_signature(card),
+        input_example=list(card["examples"]["text"]),
+        pip_requirements=requirements() + [f"pandas=={pd.__version__}"],
+        metadata=metadata(card),
+    )
+    return info.model_uri
+
+
+def keras_signature(card: dict) -> ModelSignature:
+    """int32 token ids `(-1, -1)` in; generated ids `(-1, max_length)` or logits out."""
+    tokens = Schema([TensorSpec(np.dtype("int32"), (-1, -1))])
+    if card["kind"] == CLASSIFICATION:
+        output = TensorSpec(np.dtype("float32"), (-1, len(card["classes"])))
+    else:
+        output = TensorSpec(np.dtype("int32"), (-1, int(card["generate"]["max_length"])))
+    return ModelSignature(inputs=tokens, outputs=Schema([output]))
+
+
+def text_signature(card: dict) -> ModelSignature:
+    """The records of `text_model.py` out, and the generation params with their defaults.
+
+    No input schema: with one, MLflow's scoring server would coerce what it
+    is sent to strings before the model sees it (`1` to `"1"`, `null` to
+    `"None"`), so non-strings could not be refused; the model checks its
+    inputs itself (`text_model.texts_of`).
+    """
+    if card["kind"] == CLASSIFICATION:
+        probabilities = {name: 0.5 for name in card["classes"]}
+        record = {"label": "", "probabilities": probabilities, "tokens": [""], "attention": [0.5]}
+        params = None
+    else:
+        record = {
+            "text": "",
+            "tokens": [""],
+            "attention": [[0.5]],
+            "attended_tokens": [""],
+            "score": 0.5,
+        }
+        params = {"sampler": "greedy", **card["generate"]}
+    with warnings.catch_warnings():  # integer params are never missing: MLflow's hint is moot
+        warnings.filterwarnings("ignore", message=".*integer column", category=UserWarning)
+        inferred = infer_signature(list(card["examples"]["text"]), [record], params=params)
+    return ModelSignature(inputs=None, outputs=inferred.outputs, params=inferred.params)
+
+
+def requirements() -> list[str]:
+    """The pinned packages both models need (the library itself travels as code)."""
+    return [
+        f"keras=={keras.__version__}",
+        f"tensorflow=={tf.__version__}",
+        f"numpy=={np.__version__}",
+    ]
+
+
+def metadata(card: dict) -> dict:
+    return {
+        "keras_attn_rnn_version": keras_attn_rnn.__version__,
+        "task": card["task"],
+        "task_kind": card["kind"],
+    }
+
+
+def _save_exported_keras(path, **kwargs) -> None:
+    # MLflow 3.17's `mlflow.keras.save_model` writes the input example before it makes
+    # the model folder (MLflow issue 16183): make it first.
+    os.makedirs(path, exist_ok=True)
+    kwargs.pop("validate_serving_input", None)
+    mlflow.keras.save_model(path=path, **kwargs)
+
+
+# `mlflow.keras` as `Model.log` uses a flavor: its name and `save_model`.
+_EXPORTED_KERAS = types.SimpleNamespace(__name__="mlflow.keras", save_model=_save_exported_keras)
+
+
+@contextlib.contextmanager
+def _sys_path_kept():
+    """Restore `sys.path` afterwards: loading a model with code_paths prepends its folder."""
+    saved = list(sys.path)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved

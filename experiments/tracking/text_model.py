@@ -1,0 +1,256 @@
+"""The text model of a run: raw strings in; generated text, or a label, with the attention out.
+
+This file is an MLflow "model from code" (logged by
+`experiments.tracking.model_logging`): MLflow stores the file itself and runs it
+when the model is loaded, so nothing is pickled. It imports only MLflow,
+Keras, NumPy, pandas and `keras_attn_rnn`, which travels with the model as
+its `code_paths`; the runner is not needed to load or serve it. Its
+artifacts are the trained model (`model`: a `.keras` file, loaded with
+`safe_mode=True`) and the run's text card (`card`: JSON, made by
+`TaskKind.text_card`): the vocabularies, how text is split into tokens, the
+kind, the class names, the start/end ids and the generation defaults.
+
+Input: strings, as a list, a pandas Series or a one-column DataFrame (what
+`{"inputs": [...]}` becomes through `mlflow models serve`). Output, one
+record per string:
+
+- seq2seq and language models: `text` (the generation, up to the end id),
+  `tokens` (its tokens), `attention` (one row per generated token over
+  `attended_tokens`: the source tokens, or for a language model the prompt
+  and the tokens generated before), `score` (the summed log-probability);
+- classification: `label`, `probabilities` (class name -> probability),
+  `tokens` (the input's tokens) and `attention` (the pooling weight of each).
+
+Generation takes `params` (declared in the model signature): `sampler` (a
+name of `keras_attn_rnn.samplers.names()`, greedy by default),
+`max_length`, `beam_width`, `temperature`, `k`, `p`, `length_penalty` and
+`seed`; their defaults are the run's `generate` section. Bad input or
+params raise `MlflowException(INVALID_PARAMETER_VALUE)`, which the scoring
+server answers with HTTP 400 and the message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import keras
+import mlflow
+import numpy as np
+import pandas as pd
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+
+from keras_attn_rnn import generation
+
+# Longest generation a request may ask for (the decoding caches are preallocated).
+MAX_LENGTH = 1000
+CLASSIFICATION = "classification"
+
+
+def invalid(message: str) -> MlflowException:
+    """An error the scoring server answers with HTTP 400 and `message`."""
+    return MlflowException(message, error_code=INVALID_PARAMETER_VALUE)
+
+
+class TextCodec:
+    """Raw text <-> token ids, as the runner encodes its task (the card's `input`/`output`).
+
+    `input` holds the vocabulary (`tokens`, ids in order) and how text is
+    split: `split` is `"chars"`, `"whitespace"` or `"regex"` (the tokens are
+    `re.findall(pattern, text)`, lower-cased first with `lowercase`); a text
+    is first padded with spaces to `pad_to` characters and reversed with
+    `reverse` (the addition task's questions); at most `max_tokens` tokens
+    are kept; with `empty_as_unknown`, a text with no tokens is one `<unk>`.
+    Unknown tokens are `<unk>`. Decoded text stops at `</s>` and drops the
+    special tokens (the card's `specials`, ids `0..len(specials) - 1`);
+    generation stops at the card's `end_id` (none for a language model).
+    """
+
+    def __init__(self, card: dict):
+        spec = card["input"]
+        self.specials = list(card["specials"])
+        self.unknown = self.specials.index("<unk>")
+        self.end_token = self.specials.index("</s>")  # text ends there, whatever the kind
+        self.input_tokens = list(spec["tokens"])
+        self.index = {token: i for i, token in enumerate(self.input_tokens)}
+        self.split = spec.get("split", "chars")
+        self.pattern = re.compile(spec["pattern"]) if self.split == "regex" else None
+        self.lowercase = bool(spec.get("lowercase", False))
+        self.pad_to = spec.get("pad_to")
+        self.reverse = bool(spec.get("reverse", False))
+        self.max_tokens = spec.get("max_tokens")
+        self.empty_as_unknown = bool(spec.get("empty_as_unknown", False))
+        output = card.get("output") or spec
+        self.output_tokens = list(output["tokens"])
+        self.joiner = output.get("joiner", "")
+        self.end_id = card.get("end_id")
+
+    def split_text(self, text: str) -> list[str]:
+        """The tokens of `text`, before they become ids."""
+        if self.pad_to:
+            text = text.ljust(self.pad_to)
+        if self.reverse:
+            text = text[::-1]
+        if self.split == "whitespace":
+            tokens = text.split()
+        elif self.split == "regex":
+            tokens = self.pattern.findall(text.lower() if self.lowercase else text)
+        else:
+            tokens = list(text)
+        return tokens[: self.max_tokens] if self.max_tokens else tokens
+
+    def encode(self, text: str) -> list[int]:
+        """Input ids of `text`."""
+        ids = [self.index.get(token, self.unknown) for token in self.split_text(text)]
+        if not ids and self.empty_as_unknown:
+            ids = [self.unknown]
+        return ids
+
+    def input_labels(self, ids) -> list[str]:
+        return [self.input_tokens[int(i)] for i in ids]
+
+    def output_labels(self, ids) -> list[str]:
+        return [self.output_tokens[int(i)] for i in ids]
+
+    def generated_steps(self, ids) -> int:
+        """How many generated ids come before the end id (or the padding after it)."""
+        for step, token in enumerate(ids):
+            if int(token) == 0 or (self.end_id is not None and int(token) == self.end_id):
+                return step
+        return len(ids)
+
+    def decode(self, ids) -> str:
+        """Text of output ids up to the end id, without special tokens (the runner's
+        `Vocab.decode`)."""
+        kept = []
+        for i in ids:
+            if int(i) == self.end_token:
+                break
+            if int(i) >= len(self.specials):
+                kept.append(self.output_tokens[int(i)])
+        return self.joiner.join(kept)
+
+
+def texts_of(model_input) -> list[str]:
+    """The strings of a list, a pandas Series or a one-column DataFrame; raises `invalid`."""
+    if isinstance(model_input, pd.DataFrame):
+        if model_input.shape[1] != 1:
+            raise invalid(
+                "inputs must be one column of text. Received: a DataFrame with columns "
+                f"{list(model_input.columns)[:10]}"
+            )
+        values = model_input.iloc[:, 0].tolist()
+    elif isinstance(model_input, pd.Series) or (
+        isinstance(model_input, np.ndarray) and model_input.ndim == 1
+    ):
+        values = model_input.tolist()
+    elif isinstance(model_input, (list, tuple)):
+        values = list(model_input)
+    else:
+        raise invalid(
+            "inputs must be a list of strings, a pandas Series or a one-column DataFrame. "
+            f"Received: {type(model_input).__name__}"
+        )
+    if not values:
+        raise invalid("inputs must hold at least one string. Received: no inputs")
+    for position, value in enumerate(values):
+        if not isinstance(value, str) or not value:
+            raise invalid(
+                f"inputs must be non-empty strings. Received: {value!r} at position {position}"
+            )
+    return values
+
+
+class TextModel(mlflow.pyfunc.PythonModel):
+    """The pyfunc text model of a run (see the module docstring)."""
+
+    def load_context(self, context):
+        self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
+        self.codec = TextCodec(self.card)
+        self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
+
+    # `model_input` is a list, a Series, an array or a DataFrame; the hint is pandas' because
+    # with it MLflow neither warns about hints nor coerces the input: `texts_of` checks it.
+    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
+        texts = texts_of(model_input)
+        ids = [self.codec.encode(text) for text in texts]
+        if self.card["kind"] == CLASSIFICATION:
+            return self.classify(ids)
+        return self.generate(ids, self.options(params))
+
+    def options(self, params: dict | None) -> dict:
+        """The generation options: the card's defaults updated with `params`."""
+        options = {"sampler": "greedy", **self.card["generate"]}
+        options.update({key: value for key, value in (params or {}).items() if key in options})
+        length = options["max_length"]
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
+            raise invalid(f"max_length must be an integer. Received: max_length={length!r}")
+        if not 1 <= length <= MAX_LENGTH:
+            raise invalid(
+                f"max_length must be in [1, {MAX_LENGTH}]. Received: max_length={length!r}"
+            )
+        return options
+
+    def generate(self, ids: list[list[int]], options: dict) -> list[dict]:
+        try:
+            result = generation.generate(
+                self.model,
+                ids,
+                int(options["max_length"]),
+                sampler=options["sampler"],
+                temperature=options["temperature"],
+                k=options["k"],
+                p=options["p"],
+                beam_width=options["beam_width"],
+                length_penalty=options["length_penalty"],
+                eos_id=self.card.get("end_id"),
+                start_id=self.card.get("start_id"),
+                seed=options["seed"],
+            )
+        except ValueError as err:  # the library's argument checks name the argument
+            raise invalid(str(err)) from None
+        language_model = self.card["kind"] == "lm"
+        records = []
+        for row, source in enumerate(ids):
+            tokens = result.tokens[row]
+            steps = self.codec.generated_steps(tokens)
+            generated = self.codec.output_labels(tokens[:steps])
+            attended = self.codec.input_labels(source)
+            if language_model:  # the cache: the prompt, then what was generated before
+                attended = attended + generated[:-1]
+            records.append(
+                {
+                    "text": self.codec.decode(tokens),
+                    "tokens": generated,
+                    "attention": result.attention[row, :steps, : len(attended)].tolist(),
+                    "attended_tokens": attended,
+                    "score": float(result.scores[row]),
+                }
+            )
+        return records
+
+    def classify(self, ids: list[list[int]]) -> list[dict]:
+        width = max(len(row) for row in ids)
+        tokens = np.zeros((len(ids), width), dtype="int32")
+        for row, source in enumerate(ids):
+            tokens[row, : len(source)] = source
+        logits, weights = self.model(tokens, training=False, return_attention_scores=True)
+        logits = np.asarray(keras.ops.convert_to_numpy(logits), dtype="float64")
+        weights = np.asarray(keras.ops.convert_to_numpy(weights), dtype="float64")
+        probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        classes = self.card["classes"]
+        return [
+            {
+                "label": classes[int(np.argmax(probabilities[row]))],
+                "probabilities": dict(zip(classes, probabilities[row].tolist())),
+                "tokens": self.codec.input_labels(source),
+                "attention": weights[row, : len(source)].tolist(),
+            }
+            for row, source in enumerate(ids)
+        ]
+
+
+mlflow.models.set_model(TextModel())
