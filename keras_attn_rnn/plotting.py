@@ -58,7 +58,7 @@ def _show(token):
     return {" ": "␣", "\n": "\\n", "\t": "\\t", "": "∅"}.get(token, token)
 
 
-def attention_image(weights, cell=12, colormap="viridis", max_side=1024):
+def attention_image(weights, cell=24, colormap="viridis", max_side=1024, vmax=1.0):
     """Attention weights as an RGB image, cheaply: a colormap lookup and nearest-neighbour
     upscaling, no figure (for images logged every epoch; `plot_attention` draws labels).
 
@@ -66,8 +66,13 @@ def attention_image(weights, cell=12, colormap="viridis", max_side=1024):
         weights: array-like `(T, S)` (or `(S,)`): row t is the attention of
             step t over the positions.
         cell: pixels per weight along each axis (reduced to fit `max_side`).
-        colormap: a matplotlib colormap name; weights are scaled by their
-            maximum, as in `plot_attention`.
+        colormap: a matplotlib colormap name.
+        max_side: the longest side in pixels, at most.
+        vmax: the weight drawn brightest (0 is darkest). The default 1.0 is
+            one scale for every image, so the steps of a stepped image
+            compare like with like (uniform attention is dark, a sharp one
+            bright); `None` scales by the weights' own maximum, as
+            `plot_attention` does.
 
     Returns:
         uint8 `(T * cell, S * cell, 3)`.
@@ -83,6 +88,7 @@ def attention_image(weights, cell=12, colormap="viridis", max_side=1024):
             f"{weights.shape}"
         )
     cell = max(1, min(cell, max_side // max(weights.shape)))
-    scaled = weights / max(1e-6, float(weights.max()))
+    top = float(weights.max()) if vmax is None else float(vmax)
+    scaled = weights / max(1e-6, top)
     rgb = colormaps[colormap](np.clip(scaled, 0.0, 1.0), bytes=True)[..., :3]
     return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)

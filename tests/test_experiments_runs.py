@@ -83,7 +83,7 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
 
     files = artifact_paths(store, run.info.run_id)
     assert {"config.yaml", "vocab.json", "input_example.json", "expected_output.npy"} <= files
-    assert image_steps(files) == {"attention_probe_0": {1}}  # one stepped image per epoch
+    assert image_steps(files) == {"attention_probe_0": {0, 1}}  # untrained, then each epoch
     assert "heatmaps/final/probe_0.png" in files
     if name in ("needle", "textcls"):
         assert {"confusion_matrix.png", "confusion_matrix.json"} <= files
@@ -200,7 +200,7 @@ def test_runs_are_worth_reviewing(name, store, tmp_path):
     assert main(["run", str(config)]) == 0
     (run,) = runs(store)
     files = artifact_paths(store, run.info.run_id)
-    assert image_steps(files) == {"attention_probe_0": {1, 2}, "attention_probe_1": {1, 2}}
+    assert image_steps(files) == {"attention_probe_0": {0, 1, 2}, "attention_probe_1": {0, 1, 2}}
     assert {"heatmaps/final/probe_0.png", "heatmaps/final/probe_1.png"} <= files
     assert not any(path.startswith("heatmaps/epoch") for path in files)
     if name == "textcls":

@@ -358,6 +358,27 @@ def test_keras_round_trip_in_a_fresh_process_generates_identically(tmp_path):
     assert "RELOAD-OK AttentiveLanguageModel Seq2Seq AttentiveClassifier" in result.stdout
 
 
+def test_attention_image_uses_one_scale_for_every_step():
+    from matplotlib import colormaps
+
+    from keras_attn_rnn.plotting import attention_image
+
+    viridis = colormaps["viridis"]
+    uniform, sharp = np.full((2, 4), 0.25), np.eye(2, 4)
+    image = attention_image(uniform, cell=3)
+    assert image.shape == (6, 12, 3) and image.dtype == np.uint8
+    # Uniform attention is dark on the shared 0..1 scale; a one-hot row is bright.
+    np.testing.assert_array_equal(image[0, 0], viridis(0.25, bytes=True)[:3])
+    np.testing.assert_array_equal(attention_image(sharp, cell=1)[1, 1], viridis(1.0, bytes=True)[:3])
+    # vmax=None: scaled by the image's own maximum (plot_attention's choice).
+    np.testing.assert_array_equal(
+        attention_image(uniform, cell=1, vmax=None)[0, 0], viridis(1.0, bytes=True)[:3]
+    )
+    assert attention_image(np.ones((300, 2)), cell=12, max_side=600).shape[0] == 600
+    with pytest.raises(ValueError, match="weights must have shape"):
+        attention_image(np.zeros((2, 2, 2)))
+
+
 def test_plot_attention_of_a_model():
     from keras_attn_rnn.plotting import plot_attention
 

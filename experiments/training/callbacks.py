@@ -88,12 +88,20 @@ class Checkpoint(keras.callbacks.Callback):
 
 
 class RunLogger(keras.callbacks.Callback):
-    """Logs each epoch's metrics (step = 1-based epoch), heatmaps and sample generations."""
+    """Logs each epoch's metrics (step = 1-based epoch), heatmaps and sample generations.
+
+    A new run's attention images also get step 0, the untrained model: the UI's
+    step slider starts at 0, and the alignment is seen forming from there.
+    """
 
     def __init__(self, tracker, task, gen_cfg, heatmap_every: int, num_samples: int):
         super().__init__()
         self.tracker, self.task, self.gen_cfg = tracker, task, gen_cfg
         self.heatmap_every, self.num_samples = heatmap_every, num_samples
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 0:
+            log_attention_images(self.tracker, supervision.task_model(self.model), self.task, 0)
 
     def on_epoch_end(self, epoch, logs=None):
         step = epoch + 1

@@ -1,0 +1,162 @@
+"""Screenshots of the MLflow UI for the README, in headless Chromium (Debian's `chromium`)
+driven by Playwright (`pip install ".[screenshots]"`; no browser download: it runs
+/usr/bin/chromium).
+
+    python tools/screenshots.py [RUN_ID] [--store sqlite:///mlruns/mlflow.db] [--out docs/ui]
+
+Starts `mlflow ui` on the store (127.0.0.1, a free port), captures the run's
+overview (its Datasets panel), its model-metrics view (the stepped attention
+images with their step slider) and its system metrics, then stops the server.
+Without RUN_ID: the newest finished run of experiment `demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import mlflow
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+# The probe's flags for this closed network (see the workplace notes): no background traffic.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float = 180.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"the MLflow UI did not answer at {url} within {seconds:g} s")
+
+
+def newest_run(client, experiment: str) -> str:
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise SystemExit(f"error: no experiment {experiment!r}; run `make demo` first")
+    runs = client.search_runs(
+        [found.experiment_id],
+        "attributes.status = 'FINISHED'",
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+    )
+    if not runs:
+        raise SystemExit(f"error: no finished run in experiment {experiment!r}")
+    return runs[0].info.run_id
+
+
+def open_page(page, url: str, wait_for_text: str) -> None:
+    page.goto(url)
+    page.get_by_text(wait_for_text, exact=False).first.wait_for(timeout=60_000)
+    close = page.get_by_role("button", name="Close")  # the MLflow Assistant side panel
+    if close.count():
+        close.first.click()
+
+
+def save(target, path: Path) -> None:
+    """Screenshot of a page or of one element (a locator) once it has finished drawing."""
+    page = getattr(target, "page", target)
+    page.wait_for_timeout(8000)  # charts and images finish drawing
+    target.screenshot(path=str(path))
+    print(path)
+
+
+def attention_slider(page, url: str, path: Path, steps: list[str]) -> None:
+    """The first probe's stepped image in the run's Model metrics, enlarged, at each of `steps`
+    (`path` gets `_step_<n>` before its suffix)."""
+    open_page(page, url, "Model metrics")
+    page.get_by_placeholder("Search metric charts").fill("attention_probe_0")
+    page.get_by_text("attention_probe_0", exact=True).first.wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)
+    expand, menu = _unlabelled_buttons(page)[:2]  # the chart card's "full screen" and its menu
+    menu.click()
+    page.get_by_role("menuitem", name="Configure").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_role("switch").first.click()  # "Show run parameters": off
+    dialog.get_by_role("button", name="Save changes").click()
+    page.wait_for_timeout(2000)
+    expand.click()
+    slider = page.get_by_role("dialog").get_by_role("slider")
+    slider.focus()
+    slider.press("Home")
+    at = 0
+    for step in steps:
+        for _ in range(int(step) - at):  # the slider moves from one logged step to the next
+            slider.press("ArrowRight")
+        at = int(step)
+        save(page.get_by_role("dialog"), path.with_name(f"{path.stem}_step_{step}{path.suffix}"))
+
+
+def _unlabelled_buttons(page):
+    return [
+        button
+        for button in page.get_by_role("button").all()
+        if not button.get_attribute("aria-label") and not button.inner_text().strip()
+    ]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_id", nargs="?")
+    parser.add_argument("--store", default=f"sqlite:///{ROOT / 'mlruns' / 'mlflow.db'}")
+    parser.add_argument("--experiment", default="demo")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "ui"))
+    args = parser.parse_args(argv)
+    client = mlflow.MlflowClient(args.store)
+    run_id = args.run_id or newest_run(client, args.experiment)
+    run = client.get_run(run_id)
+    experiment_id = run.info.experiment_id
+    last = str(len(client.get_metric_history(run_id, "loss")))  # the last epoch's step
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", args.store]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/health")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            open_page(page, base, "About this run")
+            save(page, out / "run_overview.png")
+            small = browser.new_page(viewport={"width": 640, "height": 560})
+            attention_slider(
+                small, f"{base}/model-metrics", out / "attention_slider.png", ["0", "1", last]
+            )
+            open_page(page, f"{base}/system-metrics", "System metrics")
+            save(page, out / "system_metrics.png")
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
