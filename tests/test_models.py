@@ -369,7 +369,9 @@ def test_attention_image_uses_one_scale_for_every_step():
     assert image.shape == (6, 12, 3) and image.dtype == np.uint8
     # Uniform attention is dark on the shared 0..1 scale; a one-hot row is bright.
     np.testing.assert_array_equal(image[0, 0], viridis(0.25, bytes=True)[:3])
-    np.testing.assert_array_equal(attention_image(sharp, cell=1)[1, 1], viridis(1.0, bytes=True)[:3])
+    np.testing.assert_array_equal(
+        attention_image(sharp, cell=1)[1, 1], viridis(1.0, bytes=True)[:3]
+    )
     # vmax=None: scaled by the image's own maximum (plot_attention's choice).
     np.testing.assert_array_equal(
         attention_image(uniform, cell=1, vmax=None)[0, 0], viridis(1.0, bytes=True)[:3]
