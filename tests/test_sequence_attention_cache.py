@@ -70,6 +70,28 @@ def test_a_position_per_row_writes_and_masks_each_row_alone():
     np.testing.assert_allclose(to_numpy(cache["values"])[1, 4], h[1, 4], atol=0)
 
 
+def test_a_chunk_of_steps_is_written_at_each_rows_position():
+    h = np.random.default_rng(3).normal(size=(2, 7, 4)).astype("float32")
+    layer = SequenceAttention(score="dot")
+    layer([h, h])
+    full = to_numpy(layer([h, h], use_causal_mask=True))
+    # Row 0 holds 1 position, row 1 holds 3; the next 3 steps of each are written at once.
+    values = np.zeros((2, 7, 4), "float32")
+    values[0, :1], values[1, :3] = h[0, :1], h[1, :3]
+    chunk = np.stack([h[0, 1:4], h[1, 3:6]])
+    out, cache = layer(
+        [chunk, chunk],
+        cache=layer.init_cache(values),
+        cache_update_index=np.array([1, 3], "int32"),
+        use_causal_mask=True,
+    )
+    written = to_numpy(cache["values"])
+    np.testing.assert_array_equal(written[0, :4], h[0, :4])
+    np.testing.assert_array_equal(written[1, :6], h[1, :6])
+    assert np.all(written[0, 4:] == 0) and np.all(written[1, 6:] == 0)  # nothing else moved
+    np.testing.assert_allclose(to_numpy(out), np.stack([full[0, 1:4], full[1, 3:6]]), atol=ATOL)
+
+
 def test_a_read_only_cache_is_cross_attention_over_a_masked_memory():
     rng = np.random.default_rng(2)
     query = rng.normal(size=(2, 3, 4)).astype("float32")

@@ -22,7 +22,14 @@ PROFILES = {
         ),
         "tracking": dict(config="demo", set=[]),
         "repeats": dict(
-            fast=30, step=10, slow=3, generation=3, tfa_rounds=2, warmup=2, tracking_epochs=3
+            fast=30,
+            step=10,
+            slow=3,
+            generation=3,
+            tfa_rounds=2,
+            warmup=2,
+            tracking_epochs=3,
+            tracking=8,  # a ~3 % effect under other jobs' noise needs more pairs than 3
         ),
     },
     "quick": {
@@ -33,7 +40,14 @@ PROFILES = {
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
         "tracking": dict(config="needle", set=["task.num_examples=1000"]),
         "repeats": dict(
-            fast=8, step=5, slow=2, generation=2, tfa_rounds=1, warmup=1, tracking_epochs=2
+            fast=8,
+            step=5,
+            slow=2,
+            generation=2,
+            tfa_rounds=1,
+            warmup=1,
+            tracking_epochs=2,
+            tracking=2,
         ),
     },
     "tiny": {
@@ -55,7 +69,14 @@ PROFILES = {
             ],
         ),
         "repeats": dict(
-            fast=2, step=2, slow=1, generation=1, tfa_rounds=1, warmup=0, tracking_epochs=1
+            fast=2,
+            step=2,
+            slow=1,
+            generation=1,
+            tfa_rounds=1,
+            warmup=0,
+            tracking_epochs=1,
+            tracking=1,
         ),
     },
 }

@@ -297,11 +297,19 @@ class SequenceAttention(keras.layers.Layer):
 def _write(cache, update, index):
     """`cache` `(B, L, d)` with `update` `(B, T, d)` written at positions `index + t`.
 
-    `index` is an int or a `(B,)` tensor (a position per row).
+    `index` is an int or a `(B,)` tensor (a position per row). One `where` over
+    the cache: a decoding step (`T == 1`) broadcasts its update, longer
+    updates are gathered to the positions they land on.
     """
     batch, length, steps = ops.shape(cache)[0], ops.shape(cache)[1], ops.shape(update)[1]
     index = ops.broadcast_to(ops.reshape(ops.cast(index, "int32"), (-1, 1)), (batch, 1))
-    positions = index + ops.arange(steps, dtype="int32")  # (B, T)
-    hit = ops.one_hot(positions, length, dtype=cache.dtype)  # (B, T, L)
-    written = ops.einsum("btl,btd->bld", hit, ops.cast(update, cache.dtype))
-    return ops.where(ops.expand_dims(ops.any(hit > 0, axis=1), -1), written, cache)
+    offset = ops.arange(length, dtype="int32")[None, :] - index  # (B, L): position - index
+    hit = ops.logical_and(ops.greater_equal(offset, 0), ops.less(offset, steps))
+    update = ops.cast(update, cache.dtype)
+    if isinstance(steps, int) and steps == 1:
+        written = update  # (B, 1, d) broadcasts over L
+    else:
+        source = ops.expand_dims(ops.clip(offset, 0, steps - 1), -1)
+        source = ops.broadcast_to(source, (batch, length, ops.shape(update)[2]))
+        written = ops.take_along_axis(update, source, axis=1)
+    return ops.where(ops.expand_dims(hit, -1), written, cache)

@@ -44,7 +44,7 @@ class Options:
     def repeats(self) -> dict:
         counts = dict(PROFILES[self.profile]["repeats"])
         if self.repeats_override:
-            for key in ("fast", "step", "slow", "generation"):
+            for key in ("fast", "step", "slow", "generation", "tracking"):
                 counts[key] = self.repeats_override
         return counts
 

@@ -110,7 +110,7 @@ def tracking_overhead(options: Options) -> dict:
         started = time.perf_counter()
         try:
             result = timing.paired(
-                with_tracking, lambda: epochs(without_logging), r["slow"], min(1, r["warmup"])
+                with_tracking, lambda: epochs(without_logging), r["tracking"], min(1, r["warmup"])
             )
         finally:
             tracker.close()  # the artifact thread, also when a timed epoch failed
