@@ -2,9 +2,10 @@
 driven by Playwright (`pip install ".[screenshots]"`; no browser download: it runs
 /usr/bin/chromium).
 
-    python tools/screenshots.py [RUN_ID] [--store sqlite:///mlruns/mlflow.db] [--out docs/ui]
+    python -m tools.screenshots [RUN_ID] [--out docs/ui]     # from the project root
 
-Starts `mlflow ui` on the store (127.0.0.1, a free port), captures the run's
+Starts `mlflow ui` on the project's store (`MLFLOW_TRACKING_URI`, else
+mlruns/mlflow.db; `experiments.commands.ui`, 127.0.0.1, a free port), captures the run's
 overview (its Datasets panel), its model-metrics view (the stepped attention
 images with their step slider) and its system metrics, then stops the server.
 Without RUN_ID: the newest finished run of experiment `demo`.
@@ -16,14 +17,15 @@ import argparse
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import mlflow
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
+from experiments.commands.ui import ui_command
+from experiments.tracking import store
+from experiments.tracking.server import check_server
+
 CHROMIUM = "/usr/bin/chromium"
 # The probe's flags for this closed network (see the workplace notes): no background traffic.
 CHROMIUM_ARGS = [
@@ -41,17 +43,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(url: str, seconds: float = 180.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"the MLflow UI did not answer at {url} within {seconds:g} s")
 
 
 def newest_run(client, experiment: str) -> str:
@@ -85,7 +76,7 @@ def save(target, path: Path) -> None:
     print(path)
 
 
-def attention_slider(page, url: str, path: Path, steps: list[str]) -> None:
+def attention_slider(page, url: str, path: Path, steps: list[int]) -> None:
     """The first probe's stepped image in the run's Model metrics, enlarged, at each of `steps`
     (`path` gets `_step_<n>` before its suffix)."""
     open_page(page, url, "Model metrics")
@@ -105,9 +96,9 @@ def attention_slider(page, url: str, path: Path, steps: list[str]) -> None:
     slider.press("Home")
     at = 0
     for step in steps:
-        for _ in range(int(step) - at):  # the slider moves from one logged step to the next
+        for _ in range(step - at):  # the slider moves from one logged step to the next
             slider.press("ArrowRight")
-        at = int(step)
+        at = step
         save(page.get_by_role("dialog"), path.with_name(f"{path.stem}_step_{step}{path.suffix}"))
 
 
@@ -122,24 +113,22 @@ def _unlabelled_buttons(page):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_id", nargs="?")
-    parser.add_argument("--store", default=f"sqlite:///{ROOT / 'mlruns' / 'mlflow.db'}")
     parser.add_argument("--experiment", default="demo")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "ui"))
+    parser.add_argument("--out", default=str(store.project_root() / "docs" / "ui"))
     args = parser.parse_args(argv)
-    client = mlflow.MlflowClient(args.store)
+    client = mlflow.MlflowClient(store.tracking_uri())
     run_id = args.run_id or newest_run(client, args.experiment)
-    run = client.get_run(run_id)
-    experiment_id = run.info.experiment_id
-    last = str(len(client.get_metric_history(run_id, "loss")))  # the last epoch's step
+    experiment_id = client.get_run(run_id).info.experiment_id
+    last = len(client.get_metric_history(run_id, "loss"))  # the last epoch's step
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
-    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", args.store]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ui_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
-        wait_for(f"http://127.0.0.1:{port}/health")
+        check_server(f"http://127.0.0.1:{port}", timeout=180.0)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1300})
@@ -147,7 +136,7 @@ def main(argv=None) -> int:
             save(page, out / "run_overview.png")
             small = browser.new_page(viewport={"width": 640, "height": 560})
             attention_slider(
-                small, f"{base}/model-metrics", out / "attention_slider.png", ["0", "1", last]
+                small, f"{base}/model-metrics", out / "attention_slider.png", [0, 1, last]
             )
             open_page(page, f"{base}/system-metrics", "System metrics")
             save(page, out / "system_metrics.png")
