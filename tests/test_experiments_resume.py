@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import mlflow
 import pytest
-from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
+from experiments_helpers import TINY_TASKS, migrated_store, runs, store_uri, write_config
 
 from experiments.commands import main
 from experiments.training import run as training_run
@@ -44,7 +44,7 @@ def _history(uri, run_id, key):
 
 @pytest.mark.slow
 def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
-    uri = store_uri(tmp_path)
+    uri = migrated_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     config = write_config(

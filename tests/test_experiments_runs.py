@@ -13,8 +13,9 @@ from experiments_helpers import (
     ModelLoader,
     artifact_paths,
     image_steps,
+    migrated_store,
     runs,
-    store_uri,
+    snapshot,
     write_config,
     write_text_dataset,
 )
@@ -43,7 +44,7 @@ def _artifact_threads() -> set[threading.Thread]:
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     """A fresh SQLite store in tmp_path, used through MLFLOW_TRACKING_URI."""
-    uri = store_uri(tmp_path)
+    uri = migrated_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     return uri
@@ -274,10 +275,11 @@ def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
 
 def test_bad_grid_exits_2_before_any_run(store, tmp_path, capsys):
     config = write_config(tmp_path, TINY_TASKS["reverse"])
+    before = snapshot(tmp_path / "mlruns")
     code = main(["sweep", str(config), "--grid", "model.attention.score=dot,dott"])
     assert code == 2
     assert "model.attention.score" in capsys.readouterr().err
-    assert not (tmp_path / "mlruns").exists()
+    assert snapshot(tmp_path / "mlruns") == before and runs(store) == []
 
 
 def test_heatmaps_render_off_the_training_thread_and_failures_fail_the_run(

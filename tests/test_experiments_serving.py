@@ -27,7 +27,13 @@ import keras
 import mlflow
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config, write_text_dataset
+from experiments_helpers import (
+    TINY_TASKS,
+    migrated_store,
+    snapshot,
+    write_config,
+    write_text_dataset,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from scaleout_helpers import child_env, free_port
@@ -43,6 +49,9 @@ from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run
 from experiments.training.distribute import NullTracker
 from keras_attn_rnn import generation
+
+# One worker builds the module fixtures (three trained runs) for all of them (`--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("serving")
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = {"reverse": ["abc", "bad"], "charlm": ["the ", "def"], "textcls": ["it was great", "awful"]}
@@ -131,7 +140,7 @@ def trained(tmp_path_factory):
         cwd=folder,
         env=_fresh_env(),
     )
-    uri = store_uri(folder)
+    uri = migrated_store(folder)
     captured, logged = Captured(), {}
     original = model_logging.log_models
 

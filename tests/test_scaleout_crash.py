@@ -13,7 +13,7 @@ import keras
 import mlflow
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
+from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 from scaleout_helpers import child_env, cli, metric_steps
 
 from experiments.commands import main
@@ -79,7 +79,7 @@ def _weights(path: Path) -> dict[str, np.ndarray]:
 @pytest.mark.slow
 def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path):
     ref_ck, kill_ck = tmp_path / "ref-ck", tmp_path / "kill-ck"
-    ref_uri, kill_uri = store_uri(tmp_path / "ref"), store_uri(tmp_path / "kill")
+    ref_uri, kill_uri = migrated_store(tmp_path / "ref"), migrated_store(tmp_path / "kill")
     ref = cli(
         ["run", str(_config(tmp_path / "ref", ref_ck))],
         child_env(MLFLOW_TRACKING_URI=ref_uri),
@@ -135,7 +135,7 @@ class Poison(keras.callbacks.Callback):
 
 
 def test_non_finite_loss_fails_run_and_keeps_last_good_checkpoint(tmp_path, monkeypatch, capsys):
-    uri = store_uri(tmp_path)
+    uri = migrated_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     checkpoints = tmp_path / "ck"

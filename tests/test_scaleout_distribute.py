@@ -6,7 +6,7 @@ import json
 
 import mlflow
 import pytest
-from experiments_helpers import TINY_TASKS, runs, store_uri, write_config
+from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 from scaleout_helpers import child_env, cli, free_port
 
 from experiments.errors import ConfigError
@@ -34,7 +34,7 @@ for name in ("none", "mirrored"):
 
 @pytest.mark.slow
 def test_mirrored_two_devices_matches_one_device(tmp_path):
-    uri = store_uri(tmp_path)
+    uri = migrated_store(tmp_path)
     config = write_config(tmp_path, NEEDLE, model=MODEL, train=TRAIN, tracking=TRACKING)
     import subprocess
     import sys
@@ -65,7 +65,7 @@ def test_mirrored_two_devices_matches_one_device(tmp_path):
 
 @pytest.mark.slow
 def test_multi_worker_two_processes_log_one_run(tmp_path):
-    uri = store_uri(tmp_path)
+    uri = migrated_store(tmp_path)
     checkpoints = tmp_path / "ck"
     config = write_config(
         tmp_path,

@@ -7,11 +7,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import mlflow
 import pytest
 import requests
-from experiments_helpers import TINY, TINY_TASKS, store_uri
+from experiments_helpers import TINY, TINY_TASKS, migrated_store, store_uri
 from mlflow.exceptions import MlflowException, RestException
 from mlflow.protos.databricks_pb2 import (
     INVALID_PARAMETER_VALUE,
@@ -52,8 +53,7 @@ class Flaky:
 
 @pytest.fixture
 def store(tmp_path):
-    uri = store_uri(tmp_path)
-    (tmp_path / "mlruns").mkdir()
+    uri = migrated_store(tmp_path)
     client = mlflow.MlflowClient(uri)
     experiment = client.create_experiment("spool", artifact_location=(tmp_path / "art").as_uri())
     run = client.create_run(experiment)
@@ -263,6 +263,28 @@ def test_ending_a_run_stops_its_artifact_thread(store):
     resilient_tracker.submit(lambda: None)
     resilient.end_run(resilient_tracker, "FINISHED")
     assert _artifact_threads() == before
+
+
+def test_per_epoch_tables_stay_out_of_mlflows_capped_table_tag(store, tmp_path):
+    # MlflowClient.log_table lists every table in one tag capped at 8000 characters and fails
+    # to parse it once truncated: a run logging a sample table per epoch died at epoch 152.
+    client, run_id, _ = store
+    tracker = Tracker(client, run_id)
+    rows = [{"source": "a b", "generated": "b a", "target": "b a"}]
+    for epoch in range(1, 161):
+        tracker.log_table(rows, f"samples/epoch_{epoch:03d}.json", listed=False)
+    tracker.log_table(rows, "samples/final.json")
+    tag = json.loads(client.get_run(run_id).data.tags["mlflow.loggedArtifacts"])
+    assert tag == [{"path": "samples/final.json", "type": "table"}]
+    files = {f.path for f in client.list_artifacts(run_id, "samples")}
+    assert {"samples/epoch_160.json", "samples/epoch_160.csv"} <= files
+    tables = [
+        json.loads(
+            Path(client.download_artifacts(run_id, f"samples/{name}.json", tmp_path)).read_text()
+        )
+        for name in ("epoch_160", "final")
+    ]
+    assert tables[0] == tables[1] == {"columns": list(rows[0]), "data": [list(rows[0].values())]}
 
 
 def test_stepped_images_and_dataset_inputs_are_spooled_and_replayed(store, monkeypatch):

@@ -10,6 +10,7 @@ their interquartile range as the spread.
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import statistics
@@ -111,6 +112,27 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: int) -> float:
     for _ in range(warmup):
         fn()
     return statistics.median(clock(fn) for _ in range(repeats))
+
+
+class GcPauses:
+    """Seconds the garbage collector paused this process while `with` blocks ran (summed)."""
+
+    def __init__(self):
+        self.seconds, self._started = 0.0, None
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.seconds += time.perf_counter() - self._started
+            self._started = None
+
+    def __enter__(self):
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
 
 
 def load_average() -> list[float] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -93,10 +94,20 @@ class Tracker:
         """Dataset inputs (`mlflow.entities.DatasetInput`) of the run: its Datasets panel."""
         self.client.log_inputs(self.run_id, datasets=list(inputs))
 
-    def log_table(self, rows: list[dict], path: str) -> None:
-        """A table as JSON (MLflow table format, shown in the UI) plus a CSV copy."""
+    def log_table(self, rows: list[dict], path: str, listed: bool = True) -> None:
+        """A table as JSON (MLflow's table format) plus a CSV copy (the artifact viewer's table).
+
+        `listed=True` logs it with `MlflowClient.log_table`, which lists it in the
+        run's `mlflow.loggedArtifacts` tag for the UI's table views. That tag is
+        capped at 8000 characters and MLflow fails to parse it once truncated
+        (the ~150th table of a run), so per-epoch tables use `listed=False`:
+        the same JSON, written as a plain artifact.
+        """
         frame = pd.DataFrame(rows)
-        self.client.log_table(self.run_id, frame, path)
+        if listed:
+            self.client.log_table(self.run_id, frame, path)
+        else:
+            self.log_dict(json.loads(frame.to_json(orient="split", index=False)), path)
         self.log_text(frame.to_csv(index=False), path.rsplit(".", 1)[0] + ".csv")
 
     def log_array(self, array: np.ndarray, path: str) -> None:

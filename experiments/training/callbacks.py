@@ -111,8 +111,10 @@ class RunLogger(keras.callbacks.Callback):
         if step % self.heatmap_every == 0:
             log_attention_images(self.tracker, model, self.task, step)
         rows = self.task.kind.sample_rows(model, self.task, self.gen_cfg, self.num_samples)
-        if rows:
-            self.tracker.log_table(rows, f"samples/epoch_{step:03d}.json")
+        if rows:  # uploaded on the artifact thread, like the images
+            self.tracker.submit(
+                self.tracker.log_table, rows, f"samples/epoch_{step:03d}.json", False
+            )
 
 
 def image_key(probe: str) -> str:

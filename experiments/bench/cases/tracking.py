@@ -55,7 +55,8 @@ def tracking_overhead(options: Options) -> dict:
     throw-away SQLite store with `--no-mlflow`. Epochs are numbered on, so
     `heatmap_every > 1` draws heatmaps on some of the timed epochs only. A
     sample is `tracking_epochs` consecutive epochs, the logged side including
-    the wait for its last heatmaps (which render on the artifact thread).
+    the wait for its last images and sample table (uploaded on the artifact thread).
+    `gc_pause_s`: the collector's pauses on each side, warm-up included.
     """
     s = options.sizes["tracking"]
     overrides = [
@@ -103,14 +104,21 @@ def tracking_overhead(options: Options) -> dict:
                 verbose=0,
             )
 
+        pauses = {"project": timing.GcPauses(), "peer": timing.GcPauses()}
+
         def with_tracking():
-            epochs(with_logging)
-            tracker.wait()  # heatmaps render while the next epoch trains; the last one is timed
+            with pauses["project"]:
+                epochs(with_logging)
+                tracker.wait()  # images upload while the next epoch trains; the last is timed
+
+        def without_tracking():
+            with pauses["peer"]:
+                epochs(without_logging)
 
         started = time.perf_counter()
         try:
             result = timing.paired(
-                with_tracking, lambda: epochs(without_logging), r["tracking"], min(1, r["warmup"])
+                with_tracking, without_tracking, r["tracking"], min(1, r["warmup"])
             )
         finally:
             tracker.close()  # the artifact thread, also when a timed epoch failed
@@ -119,7 +127,7 @@ def tracking_overhead(options: Options) -> dict:
     return {
         **result,
         "project": f"model.fit for {span} epoch(s) with training.run.make_callbacks(...) "
-        "(clock, evaluation, checkpoint, RunLogger -> MLflow), then the wait for the heatmaps",
+        "(clock, evaluation, checkpoint, RunLogger -> MLflow), then the wait for the artifact thread",
         "peer": "the same epochs with the same callbacks except RunLogger",
         "store": where,
         "mlflow_run": None if options.temporary_store else run_id,
@@ -127,6 +135,7 @@ def tracking_overhead(options: Options) -> dict:
         f"{cfg.tracking.heatmap_every} epoch(s) ({cfg.task.num_probes} probes), "
         f"{cfg.tracking.num_samples} sample generations",
         "wall_s": elapsed,
+        "gc_pause_s": {side: round(p.seconds, 3) for side, p in pauses.items()},
         "shapes": {
             "config": s["config"],
             "overrides": s["set"],
