@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import keras
 import mlflow
 import pytest
@@ -87,3 +89,24 @@ def test_resume_of_finished_or_unknown_run_exits_2(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store_uri(tmp_path))
     assert main(["resume", "0123456789abcdef0123456789abcdef"]) == 2
     assert "run_id" in capsys.readouterr().err
+
+
+def test_each_epoch_reseeds_python_and_numpy_but_not_tensorflow():
+    # tf.random.set_seed clears TensorFlow's kernel caches: every compiled function
+    # (the probe forward, sample generation) was instantiated again after each epoch.
+    import random
+
+    import numpy as np
+    import tensorflow as tf
+
+    from experiments.training.callbacks import EpochClock
+
+    clock = EpochClock(batches=types.SimpleNamespace(epoch=0), seed=5, tokens_per_epoch=1)
+    tf.random.set_seed(123)
+    draws = []
+    for epoch in (3, 4, 3):
+        clock.on_epoch_begin(epoch)
+        draws.append((random.random(), float(np.random.random())))
+        assert clock.batches.epoch == epoch
+        assert tf.compat.v1.random.get_seed(None)[0] == 123  # the global seed is untouched
+    assert draws[0] == draws[2] != draws[1]  # the draws depend on (seed, epoch) only

@@ -3,8 +3,9 @@
 `model.save_weights` stores weights only; dropout and other random layers keep
 their position in the random stream in `SeedGenerator` state variables, which
 a checkpoint must carry for a resumed run to draw the same numbers. The
-runner reseeds the global generators at every epoch start (`EpochClock`), so
-these states are the rest of what `resume` needs.
+runner seeds the global generators when a run starts and Python's and NumPy's
+again at every epoch start (`EpochClock`), so these states are the rest of
+what `resume` needs.
 """
 
 from __future__ import annotations
