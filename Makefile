@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 # of JAX's many small programs costs more than it saves (-23 %).
 ONE_THREAD := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
-# PyTorch, installed into .venv for test-torch and test-tf (the CPU wheel where pip's config has one).
+# PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
 # The oldest versions pyproject.toml allows (`make test-oldest`): a venv of its own.

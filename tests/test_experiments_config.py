@@ -6,7 +6,7 @@ from typing import get_args
 
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, snapshot, store_uri, write_config
+from experiments_helpers import TINY_TASKS, migrated_store, snapshot, store_uri, write_config
 
 from experiments import config as config_lib
 from experiments.commands import build_parser, main
@@ -91,8 +91,7 @@ def store_folder(tmp_path_factory):
     import mlflow
 
     folder = tmp_path_factory.mktemp("store")
-    (folder / "mlruns").mkdir()
-    mlflow.MlflowClient(store_uri(folder)).create_experiment("existing")
+    mlflow.MlflowClient(migrated_store(folder)).create_experiment("existing")
     return folder
 
 

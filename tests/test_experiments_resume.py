@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import random
 import types
 
 import keras
 import mlflow
+import numpy as np
 import pytest
+import tensorflow as tf
 from experiments_helpers import TINY_TASKS, migrated_store, runs, store_uri, write_config
 
 from experiments.commands import main
 from experiments.training import run as training_run
-from experiments.training.callbacks import Checkpoint
+from experiments.training.callbacks import Checkpoint, EpochClock
 
 EPOCHS = 2
 
@@ -94,13 +97,6 @@ def test_resume_of_finished_or_unknown_run_exits_2(tmp_path, monkeypatch, capsys
 def test_each_epoch_reseeds_python_and_numpy_but_not_tensorflow():
     # tf.random.set_seed clears TensorFlow's kernel caches: every compiled function
     # (the probe forward, sample generation) was instantiated again after each epoch.
-    import random
-
-    import numpy as np
-    import tensorflow as tf
-
-    from experiments.training.callbacks import EpochClock
-
     clock = EpochClock(batches=types.SimpleNamespace(epoch=0), seed=5, tokens_per_epoch=1)
     tf.random.set_seed(123)
     draws = []

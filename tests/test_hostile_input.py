@@ -15,7 +15,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, runs, snapshot, store_uri, write_config
+from experiments_helpers import TINY_TASKS, migrated_store, runs, snapshot, store_uri, write_config
 from scaleout_helpers import free_port
 
 from experiments import config as config_lib
@@ -263,8 +263,7 @@ def template_store(tmp_path_factory):
     import mlflow
 
     folder = tmp_path_factory.mktemp("template")
-    (folder / "mlruns").mkdir()
-    mlflow.MlflowClient(store_uri(folder)).create_experiment("tests")
+    mlflow.MlflowClient(migrated_store(folder)).create_experiment("tests")
     return folder / "mlruns"
 
 

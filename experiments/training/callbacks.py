@@ -7,6 +7,7 @@ checkpoint is written, and only then are the metrics logged to MLflow.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from pathlib import Path
@@ -124,9 +125,8 @@ class RunLogger(keras.callbacks.Callback):
             log_attention_images(self.tracker, model, self.task, step)
         rows = self.task.kind.sample_rows(model, self.task, self.gen_cfg, self.num_samples)
         if rows:  # uploaded on the artifact thread, like the images
-            self.tracker.submit(
-                self.tracker.log_table, rows, f"samples/epoch_{step:03d}.json", False
-            )
+            log = functools.partial(self.tracker.log_table, listed=False)
+            self.tracker.submit(log, rows, f"samples/epoch_{step:03d}.json")
 
 
 def image_key(probe: str) -> str:
