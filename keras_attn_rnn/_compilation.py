@@ -18,11 +18,15 @@ model and `key`, so later calls with the same shapes skip tracing:
 - NumPy: the loop runs eagerly.
 
 The cache holds the model only weakly.
+
+`new_record` / `write_record` / `stack_record` keep a loop's per-step outputs
+(tokens, alignments) as a `while_loop` variable that each step writes once.
 """
 
 import weakref
 
 import keras
+from keras import ops
 
 # model -> {key: compiled function}
 _FUNCTIONS = weakref.WeakKeyDictionary()
@@ -112,3 +116,35 @@ def _jax_jit(call, model_ref):
 
 def _variables(model):
     return list(getattr(model, "variables", None) or [])
+
+
+def new_record(length, shape, dtype):
+    """An empty record of `length` per-step values of `shape`: a `while_loop` variable.
+
+    On TensorFlow a `tf.TensorArray`: in a graph-mode `while`, `slice_update`
+    of a loop variable copies the whole tensor every step (on the beam-search
+    benchmark, the `(T, B, W, S)` alignment history cost ~20 % of the
+    generation), a TensorArray write does not. Elsewhere a zero tensor
+    `(length, *shape)` written with `slice_update` (in place under `jax.jit`).
+    Steps never written read as zeros.
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        static = [d if isinstance(d, int) else None for d in shape]
+        return tf.TensorArray(dtype, size=length, element_shape=tf.TensorShape(static))
+    return ops.zeros((length, *shape), dtype)
+
+
+def write_record(record, step, value):
+    """`record` with `value` (of the record's shape) written at `step`."""
+    if keras.backend.backend() == "tensorflow":
+        return record.write(step, value)
+    return ops.slice_update(record, [step] + [0] * len(value.shape), ops.expand_dims(value, 0))
+
+
+def stack_record(record):
+    """The record as one `(length, *shape)` tensor."""
+    if keras.backend.backend() == "tensorflow":
+        return record.stack()
+    return record

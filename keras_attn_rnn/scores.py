@@ -58,6 +58,11 @@ class Score(keras.layers.Layer):
     def _w(self, variable):
         return ops.cast(variable, self.compute_dtype)
 
+    @property
+    def transforms_keys(self):
+        """Whether `prepare_keys` changes the keys; if not, a cache can read the values as keys."""
+        return type(self).prepare_keys is not Score.prepare_keys
+
     def prepare_keys(self, keys):
         return keys
 

@@ -118,3 +118,48 @@ def test_cache_errors():
         layer(x, cache={"keys": x})
     with pytest.raises(ValueError, match=r"needs cache_update_index.*Received: cache_update_index"):
         layer(x, cache=layer.init_cache(x), use_causal_mask=True)
+
+
+def test_a_cache_whose_keys_are_its_values_holds_them_once():
+    h = np.random.default_rng(4).normal(size=(2, 5, 4)).astype("float32")
+    identity, projected = SequenceAttention(score="scaled_dot"), SequenceAttention(score="general")
+    for layer in (identity, projected):
+        layer([h, h])
+    assert set(identity.init_cache(h)) == {"values"}
+    assert set(identity.init_cache(h, key=h + 1)) == {"keys", "values"}  # a key of its own
+    assert set(projected.init_cache(h)) == {"keys", "values"}
+    # The values-only cache reads its values as keys: the same step as with both stored.
+    step = h[:, 2:3]
+    kwargs = dict(cache_update_index=2, use_causal_mask=True, return_attention_scores=True)
+    out, w, cache = identity([step, step], cache=identity.init_cache(np.zeros_like(h)), **kwargs)
+    both = {"keys": np.zeros_like(h), "values": np.zeros_like(h)}
+    out_both, w_both, cache_both = identity([step, step], cache=both, **kwargs)
+    np.testing.assert_array_equal(to_numpy(out), to_numpy(out_both))
+    np.testing.assert_array_equal(to_numpy(w), to_numpy(w_both))
+    assert set(cache) == {"values"}
+    np.testing.assert_array_equal(to_numpy(cache["values"]), to_numpy(cache_both["keys"]))
+
+
+def test_values_only_cache_errors():
+    x = np.zeros((1, 2, 3), "float32")
+    dot, general = SequenceAttention(score="dot"), SequenceAttention(score="general")
+    dot([x, x])
+    general([x, x])
+    with pytest.raises(ValueError, match=r"holds the values alone.*Received: inputs=\[query"):
+        dot([x[:, :1], x[:, :1], x[:, :1] + 1], cache=dot.init_cache(x), cache_update_index=0)
+    with pytest.raises(ValueError, match=r"\['keys', 'values'\]\. Received: .*\['values'\]"):
+        general(x, cache={"values": x})
+
+
+@pytest.mark.parametrize(
+    "name, transforms",
+    [
+        ("dot", False),
+        ("scaled_dot", False),
+        ("general", True),
+        ("tanh_dot", True),
+        ("additive", True),
+    ],
+)
+def test_scores_say_whether_they_transform_the_keys(name, transforms):
+    assert scores.get(name).transforms_keys is transforms

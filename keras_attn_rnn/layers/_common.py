@@ -53,6 +53,8 @@ def describe(inputs):
         return f"a tensor of shape {tuple(inputs)}"
     if isinstance(inputs, (list, tuple)):
         return f"a list of {len(inputs)} inputs"
+    if isinstance(inputs, dict):
+        return f"a dict with keys {sorted(inputs)}"
     shape = getattr(inputs, "shape", None)
     return f"a tensor of shape {tuple(shape)}" if shape is not None else repr(inputs)
 

@@ -33,7 +33,8 @@ class SequenceAttention(keras.layers.Layer):
         return_attention_scores: also return the weights.
         use_causal_mask: query `i` only sees keys `j <= i`.
         cache: the decoding cache from `init_cache(value, key)`: a dict of
-            the prepared keys `(B, L, d')` and the values `(B, L, d_v)`.
+            the prepared keys `(B, L, d')` and the values `(B, L, d_v)`, or
+            of the values alone when they are the keys.
             With a cache, `inputs` is the query alone (the cache is read as
             is) or, with `cache_update_index`, `[query, value(, key)]` of the
             new positions.
@@ -234,6 +235,11 @@ class SequenceAttention(keras.layers.Layer):
     def init_cache(self, value, key=None):
         """The decoding cache of a built layer: `{"keys": prepared keys, "values": value}`.
 
+        When the keys are the values (`key` omitted and a score whose
+        `prepare_keys` is the identity: `"dot"`, `"scaled_dot"`), the cache is
+        `{"values": value}`, read as the keys too: half the memory, and half
+        the copying per decoding step (a write, a beam-search reorder).
+
         Args:
             value: `(B, L, d_v)`: the memory to read (e.g. the encoder outputs),
                 or zeros of the cache's full length to be filled step by step.
@@ -244,16 +250,15 @@ class SequenceAttention(keras.layers.Layer):
                 "init_cache() needs a built SequenceAttention: call it once on "
                 f"[query, value] first. Received: a layer with built={self.built}"
             )
+        if key is None and not self.score_layer.transforms_keys:
+            return {"values": value}
         key = value if key is None else key
         return {"keys": self.score_layer.prepare_keys(key), "values": value}
 
     def _call_cached(self, inputs, mask, cache, index, causal, return_attention_scores, training):
-        if not isinstance(cache, dict) or set(cache) != {"keys", "values"}:
-            raise ValueError(
-                "cache must be the dict that init_cache() returns, with 'keys' and 'values'. "
-                f"Received: cache={_common.describe(cache)}"
-            )
-        keys, values = cache["keys"], cache["values"]
+        shared = self._check_cache(cache)
+        values = cache["values"]
+        keys = values if shared else cache["keys"]
         if index is None:
             if causal:
                 raise ValueError(
@@ -264,9 +269,15 @@ class SequenceAttention(keras.layers.Layer):
             offset = 0
         else:
             query, value, key = self._split(inputs)
+            if shared and len(inputs) == 3:
+                raise ValueError(
+                    "This cache holds the values alone (they are the keys): pass "
+                    "[query, value] without a key, or build the cache with "
+                    "init_cache(value, key). Received: inputs=[query, value, key]"
+                )
             offset = index
-            keys = _write(keys, self.score_layer.prepare_keys(key), index)
             values = _write(values, value, index)
+            keys = values if shared else _write(keys, self.score_layer.prepare_keys(key), index)
         _common.check_rank("query", query.shape, 3)
         query_mask, value_mask = _common.split_masks(mask, 2)
         key_mask = self.key_mask(
@@ -275,10 +286,23 @@ class SequenceAttention(keras.layers.Layer):
         context, weights = self._attend(query, keys, values, key_mask, training)
         if query_mask is not None:
             context = context * ops.cast(ops.expand_dims(query_mask, -1), context.dtype)
-        cache = {"keys": keys, "values": values}
+        cache = {"values": values} if shared else {"keys": keys, "values": values}
         if return_attention_scores:
             return context, weights, cache
         return context, cache
+
+    def _check_cache(self, cache):
+        """Whether `cache` holds the values alone (shared as keys); raises if it is no cache."""
+        layouts = [{"keys", "values"}]
+        if not self.score_layer.transforms_keys:
+            layouts.append({"values"})
+        if not isinstance(cache, dict) or set(cache) not in layouts:
+            expected = " or ".join(str(sorted(layout)) for layout in layouts)
+            raise ValueError(
+                f"cache must be the dict that init_cache() returns, with {expected}. "
+                f"Received: cache={_common.describe(cache)}"
+            )
+        return "keys" not in cache
 
     def compute_mask(self, inputs, mask=None):
         return _common.split_masks(mask, 2)[0]

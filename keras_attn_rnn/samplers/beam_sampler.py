@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_attn_rnn import _compilation
 from keras_attn_rnn.samplers.sampler import (
     IMPOSSIBLE,
     Sampler,
@@ -90,8 +91,6 @@ class BeamSampler(Sampler):
         }
 
     def _penalty(self, lengths):
-        if self.length_penalty == 0:
-            return ops.ones(ops.shape(lengths), "float32")
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, self.length_penalty)
 
     def score(self, log_probs, lengths, accumulated, finished):
@@ -100,7 +99,7 @@ class BeamSampler(Sampler):
         `log_probs`, `lengths`, `finished`: `(B, W)`; `accumulated`: `(B, W, S)`
         summed alignments.
         """
-        scores = log_probs / self._penalty(lengths)
+        scores = log_probs / self._penalty(lengths) if self.length_penalty else log_probs
         if self.coverage_penalty_weight == 0:
             return scores
         return scores + self.coverage_penalty_weight * coverage_penalty(accumulated) * ops.cast(
@@ -121,10 +120,11 @@ class BeamSampler(Sampler):
         # Only beam 0 is alive at first, so the first step expands one hypothesis.
         first = ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), IMPOSSIBLE)])
         log_probs = ops.tile(ops.expand_dims(first, 0), (batch, 1))
-        # Per step (step-major): each beam's token, parent beam and alignment.
-        tokens = ops.zeros((max_length, batch, width), "int32")
+        # Per step: each beam's token, parent beam and alignment. Steps after
+        # the search stopped keep tokens 0 and each beam its own parent.
+        tokens = _compilation.new_record(max_length, (batch, width), "int32")
         parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
-        history = ops.zeros((max_length, batch, width, source), "float32")
+        history = _compilation.new_record(max_length, (batch, width, source), "float32")
         lengths = ops.zeros((batch, width), "int32")
         accumulated = ops.zeros((batch, width, source), "float32")
         finished = ops.zeros((batch, width), "bool")
@@ -163,8 +163,9 @@ class BeamSampler(Sampler):
             done,
         ):
             attention = ops.reshape(ops.cast(weights, "float32"), (batch, width, source))
-            # tfa: the alignments behind this step's logits count for beams still running
-            covered = covered + attention * ops.expand_dims(ops.cast(~done, "float32"), -1)
+            if self.coverage_penalty_weight:
+                # tfa: the alignments behind this step's logits count for beams still running
+                covered = covered + attention * ops.expand_dims(ops.cast(~done, "float32"), -1)
             step_log_probs = ops.log_softmax(without_padding(logits), axis=-1)
             step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
             step_log_probs = ops.where(ops.expand_dims(done, -1), pad_only, step_log_probs)
@@ -189,13 +190,14 @@ class BeamSampler(Sampler):
                 done = ops.logical_or(done, ops.equal(token, eos_id))
 
             flat_parent = ops.reshape(offsets + parent, (-1,))
-            tokens = ops.slice_update(tokens, [step, 0, 0], ops.expand_dims(token, 0))
+            tokens = _compilation.write_record(tokens, step, token)
             parents = ops.slice_update(parents, [step, 0, 0], ops.expand_dims(parent, 0))
             rows = ops.broadcast_to(ops.expand_dims(parent, -1), (batch, width, source))
             kept = ops.take_along_axis(attention, rows, axis=1)
             kept = ops.where(ops.expand_dims(parent_done, -1), 0.0, kept)
-            covered = ops.take_along_axis(covered, rows, axis=1)
-            history = ops.slice_update(history, [step, 0, 0, 0], ops.expand_dims(kept, 0))
+            if self.coverage_penalty_weight:
+                covered = ops.take_along_axis(covered, rows, axis=1)
+            history = _compilation.write_record(history, step, kept)
             cache = keras.tree.map_structure(lambda x: ops.take(x, flat_parent, axis=0), cache)
             logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
             return (
@@ -216,7 +218,12 @@ class BeamSampler(Sampler):
         log_probs, tokens, parents, history, lengths, covered, finished = loop[4:11]
         final = self.score(log_probs, lengths, covered, finished)
         scores, order = ops.top_k(final, self.num_beams_returned)
-        tokens, history = _backtrack(tokens, parents, history, ops.cast(order, "int32"))
+        tokens, history = _backtrack(
+            _compilation.stack_record(tokens),
+            parents,
+            _compilation.stack_record(history),
+            ops.cast(order, "int32"),
+        )
         if self.num_beams_returned == 1:
             return tokens[:, 0], scores[:, 0], history[:, 0]
         return tokens, scores, history
@@ -237,25 +244,21 @@ def _backtrack(tokens, parents, history, beams):
 
     `tokens`, `parents`: `(T, B, W)`; `history`: `(T, B, W, S)`; `beams`: `(B, n)`
     chosen beams at the last step. Returns `(B, n, T)` tokens and `(B, n, T, S)`
-    alignments.
+    alignments, gathered once after the walk.
     """
     steps = ops.shape(tokens)[0]
 
     def body(i, carry):
-        beams, out_tokens, out_history = carry
+        beams, chosen = carry
         t = steps - 1 - i
-        out_tokens = ops.slice_update(
-            out_tokens, [t, 0, 0], ops.expand_dims(ops.take_along_axis(tokens[t], beams, 1), 0)
-        )
-        step_history = ops.take_along_axis(history[t], ops.expand_dims(beams, -1), 1)
-        out_history = ops.slice_update(out_history, [t, 0, 0, 0], ops.expand_dims(step_history, 0))
-        return ops.take_along_axis(parents[t], beams, 1), out_tokens, out_history
+        chosen = ops.slice_update(chosen, [t, 0, 0], ops.expand_dims(beams, 0))
+        return ops.take_along_axis(parents[t], beams, 1), chosen
 
-    shape = (steps, ops.shape(beams)[0], ops.shape(beams)[1])
-    init = (
-        beams,
-        ops.zeros(shape, "int32"),
-        ops.zeros((*shape, ops.shape(history)[-1]), "float32"),
+    chosen = ops.zeros((steps, *ops.shape(beams)), "int32")
+    _, chosen = ops.fori_loop(0, steps, body, (beams, chosen))  # (T, B, n) beam per step
+    out_tokens = ops.take_along_axis(tokens, chosen, axis=2)
+    rows = ops.broadcast_to(
+        ops.expand_dims(chosen, -1), (*ops.shape(chosen), ops.shape(history)[-1])
     )
-    _, out_tokens, out_history = ops.fori_loop(0, steps, body, init)
+    out_history = ops.take_along_axis(history, rows, axis=2)
     return ops.transpose(out_tokens, (1, 2, 0)), ops.transpose(out_history, (1, 2, 0, 3))

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _random
+from keras_attn_rnn import _compilation, _random
 
 # Log-probability of impossible continuations: finite, far below any sum of
 # real log-probabilities (even of logits scaled by 1e9), never NaN.
@@ -129,8 +129,8 @@ class Sampler:
     def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
         logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
         batch = ops.shape(logits)[0]
-        tokens = ops.zeros((batch, max_length), "int32")
-        history = ops.zeros((batch, max_length, ops.shape(weights)[-1]), "float32")
+        tokens = _compilation.new_record(max_length, (batch,), "int32")
+        history = _compilation.new_record(max_length, (batch, ops.shape(weights)[-1]), "float32")
         scores = ops.zeros((batch,), "float32")
         done = ops.zeros((batch,), "bool")
         step = ops.convert_to_tensor(0, "int32")
@@ -147,9 +147,9 @@ class Sampler:
             )
             token = ops.where(done, 0, token)
             scores = scores + ops.where(done, 0.0, token_log_prob)
-            tokens = ops.slice_update(tokens, [0, step], ops.expand_dims(token, 1))
+            tokens = _compilation.write_record(tokens, step, token)
             kept = ops.where(ops.expand_dims(done, -1), 0.0, ops.cast(weights, "float32"))
-            history = ops.slice_update(history, [0, step, 0], ops.expand_dims(kept, 1))
+            history = _compilation.write_record(history, step, kept)
             if eos_id is not None:
                 done = ops.logical_or(done, ops.equal(token, eos_id))
             logits, weights, cache = model.next_logits(token, cache)
@@ -161,7 +161,9 @@ class Sampler:
             (step, logits, weights, cache, tokens, history, scores, done),
             maximum_iterations=max_length,
         )
-        return loop[4], loop[6], loop[5]
+        tokens = ops.transpose(_compilation.stack_record(loop[4]))
+        history = ops.transpose(_compilation.stack_record(loop[5]), (1, 0, 2))
+        return tokens, loop[6], history
 
     def get_config(self):
         return {"temperature": self.temperature}

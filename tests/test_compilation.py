@@ -1,0 +1,39 @@
+"""The decoding loop's per-step record (`_compilation.new_record`), on each backend."""
+
+import keras
+import numpy as np
+import pytest
+from helpers import to_numpy
+from keras import ops
+
+from keras_attn_rnn import _compilation
+
+pytestmark = pytest.mark.layers
+
+
+def record_three_of_five_steps():
+    def cond(step, record):
+        return ops.less(step, 3)  # stops early: steps 3 and 4 are never written
+
+    def body(step, record):
+        value = ops.full((2, 3), ops.cast(step + 1, "float32"))
+        return step + 1, _compilation.write_record(record, step, value)
+
+    start = (ops.convert_to_tensor(0, "int32"), _compilation.new_record(5, (2, 3), "float32"))
+    _, record = ops.while_loop(cond, body, start, maximum_iterations=5)
+    return _compilation.stack_record(record)
+
+
+def test_a_record_holds_each_written_step_and_zeros_after_the_loop_stopped():
+    stacked = to_numpy(record_three_of_five_steps())
+    assert stacked.shape == (5, 2, 3)
+    np.testing.assert_array_equal(stacked[:, 0, 0], [1, 2, 3, 0, 0])
+    np.testing.assert_array_equal(stacked, np.broadcast_to(stacked[:, :1, :1], (5, 2, 3)))
+
+
+def test_a_record_in_a_compiled_loop_equals_the_eager_one():
+    eager = to_numpy(record_three_of_five_steps())
+    function = _compilation.compiled(
+        keras.Sequential(), "record-test", lambda model: record_three_of_five_steps()
+    )
+    np.testing.assert_array_equal(to_numpy(function()), eager)
