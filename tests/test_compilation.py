@@ -33,7 +33,8 @@ def test_a_record_holds_each_written_step_and_zeros_after_the_loop_stopped():
 
 def test_a_record_in_a_compiled_loop_equals_the_eager_one():
     eager = to_numpy(record_three_of_five_steps())
+    model = keras.Sequential()  # compiled() holds its model weakly
     function = _compilation.compiled(
-        keras.Sequential(), "record-test", lambda model: record_three_of_five_steps()
+        model, "record-test", lambda model: record_three_of_five_steps()
     )
     np.testing.assert_array_equal(to_numpy(function()), eager)
