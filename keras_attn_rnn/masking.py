@@ -84,6 +84,20 @@ def window_mask(query_length, key_length, window, offset=0):
     return ops.less_equal(ops.abs(rows - cols), window)
 
 
+def zero_masked(values, mask):
+    """`values` `(B, T, ...)` with every position where `mask` `(B, T)` is False set to 0.
+
+    A padded position then influences nothing: `0 * NaN` would still be NaN in
+    a context `weights . values`, even with its weight exactly 0. `None` masks
+    nothing.
+    """
+    if mask is None:
+        return values
+    mask = ops.cast(mask, "bool")
+    mask = ops.reshape(mask, tuple(ops.shape(mask)) + (1,) * (len(ops.shape(values)) - 2))
+    return ops.where(mask, values, ops.zeros_like(values))
+
+
 def combine_masks(*masks):
     """Logical AND of the masks that are not None (broadcasting); None if all are None."""
     result = None

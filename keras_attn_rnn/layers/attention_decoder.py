@@ -3,7 +3,7 @@ import copy
 import keras
 from keras import ops, tree
 
-from keras_attn_rnn import _keras_compat, mechanisms, normalizers, scores
+from keras_attn_rnn import _keras_compat, masking, mechanisms, normalizers, scores
 from keras_attn_rnn.layers import _common, _decoder_cells
 
 
@@ -353,6 +353,7 @@ class AttentionDecoder(keras.layers.Layer):
             memory_mask = ops.ones(ops.shape(memory)[:2], dtype="bool")
         _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
         memory_mask = ops.cast(memory_mask, "bool")
+        memory = masking.zero_masked(memory, memory_mask)
         state, keys = self._initial_state(memory, memory_mask, cell_state)
         return {**state, "keys": keys, "memory": memory, "memory_mask": memory_mask}
 
@@ -386,6 +387,7 @@ class AttentionDecoder(keras.layers.Layer):
         _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
         if memory_mask is not None:
             memory_mask = ops.cast(memory_mask, "bool")
+            memory = masking.zero_masked(memory, memory_mask)
 
         state, keys = self._initial_state(memory, memory_mask, initial_state)
         maths = self._cell_maths()

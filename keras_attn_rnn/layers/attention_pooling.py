@@ -2,7 +2,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import normalizers, scores
+from keras_attn_rnn import masking, normalizers, scores
 from keras_attn_rnn.layers import _common
 
 QUERY_SOURCES = ("learned", "fixed", "external")
@@ -154,6 +154,7 @@ class AttentionPooling(keras.layers.Layer):
         sequence, query = self._split(inputs)
         sequence_mask = _common.split_masks(mask, 2)[0]
         _common.check_mask("mask", sequence_mask, tuple(sequence.shape[:2]))
+        sequence = masking.zero_masked(sequence, sequence_mask)
         if query is None:
             query = ops.reshape(ops.cast(self.query_vector, self.compute_dtype), (1, 1, -1))
         else:

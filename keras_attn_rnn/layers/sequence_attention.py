@@ -220,6 +220,9 @@ class SequenceAttention(keras.layers.Layer):
         query_mask, value_mask = _common.split_masks(mask, 2)
         _common.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
         _common.check_mask("value_mask", value_mask, tuple(value.shape[:2]))
+        masked_value = masking.zero_masked(value, value_mask)
+        key = masked_value if key is value else masking.zero_masked(key, value_mask)
+        value = masked_value
         attend = self._attend_local if self.window is not None else self._attend_full
         context, weights = attend(
             query, value, key, value_mask, use_causal_mask, training, return_attention_scores

@@ -28,20 +28,24 @@ class MonotonicAttention(Mechanism):
     Args:
         score: a score name or a `scores.Score` instance.
         units: hidden size of `score="additive"`.
-        mode: `"parallel"` (closed form with cumulative sums and tfa's
-            clipped `safe_cumprod`), `"recursive"` (a scan over the memory:
-            exact, slower) or `"hard"` (0/1 choices: one-hot alignments that
-            never move backwards).
+        mode: `"parallel"` (a parallel prefix scan over the memory: exact on
+            memories of any length, where tfa's closed form with a clipped
+            `safe_cumprod` loses the mass), `"recursive"` (a sequential scan:
+            the same values, slower) or `"hard"` (0/1 choices: one-hot
+            alignments that never move backwards).
         sigmoid_noise: standard deviation of Gaussian noise added to the
             scores before the sigmoid in training (pushes the choices
-            towards 0/1); never at inference.
+            towards 0/1); never at inference. Each batch draws a new seed
+            from the layer's `seed`, and each step of it fresh noise for every
+            row and position.
         score_bias_init: initial value of `score_bias` (tfa suggests e.g. -4
             for long memories).
         seed: seed of the noise.
 
     Returns (call):
         float32 alignments `(B, S)` (summing to at most 1) and the state
-        `{"alignments": ...}` (plus the noise seed when `sigmoid_noise > 0`).
+        `{"alignments": ...}` (plus, when `sigmoid_noise > 0`, the batch's
+        noise seed and each row's step count).
 
     Example:
 
@@ -108,6 +112,7 @@ class MonotonicAttention(Mechanism):
         if self.sigmoid_noise > 0:
             seed = ops.cast(self.seed_generator.next(), "int32")
             state["noise_seed"] = ops.broadcast_to(seed, (batch, 2))
+            state["noise_step"] = ops.zeros((batch,), "int32")
         return state
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
@@ -115,13 +120,11 @@ class MonotonicAttention(Mechanism):
             self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
         )
         score = ops.squeeze(ops.cast(score, "float32"), 1) + ops.cast(self.score_bias, "float32")
-        next_state = {}
-        if self.sigmoid_noise > 0:
-            seed = state["noise_seed"]
-            next_state["noise_seed"] = seed + ops.convert_to_tensor([0, 1], "int32")
-            if training:
-                noise = keras.random.normal(ops.shape(score), seed=_random.TensorSeed(seed[0]))
-                score = score + self.sigmoid_noise * noise
+        if self.sigmoid_noise > 0 and training:
+            noise = keras.random.normal(
+                ops.shape(score), seed=_random.TensorSeed(_step_seed(state))
+            )
+            score = score + self.sigmoid_noise * noise
         if self.mode == "hard":
             p_choose = ops.cast(score > 0, "float32")
         else:
@@ -129,7 +132,11 @@ class MonotonicAttention(Mechanism):
         if memory_mask is not None:
             p_choose = ops.where(memory_mask, p_choose, 0.0)
         alignments = monotonic_alignments(p_choose, state["alignments"], self.mode)
-        next_state["alignments"] = alignments
+        # the keys in initial_state's order: PyTorch's loop carries the state as a flat list
+        next_state = {"alignments": alignments}
+        if self.sigmoid_noise > 0:
+            next_state["noise_seed"] = state["noise_seed"]
+            next_state["noise_step"] = state["noise_step"] + 1
         return alignments, next_state
 
     def get_config(self):
@@ -144,22 +151,59 @@ class MonotonicAttention(Mechanism):
         }
 
 
-def _exclusive(values, cumulative):
-    """The exclusive form of a cumulative op along the last axis: `[identity, c_0, .., c_{S-2}]`."""
-    return ops.concatenate([ops.zeros_like(values[:, :1]), cumulative[:, :-1]], axis=-1)
+# An odd multiplier is a bijection of int32 (wrapping): no two steps share a seed.
+_STEP_STRIDE = 1_000_003
 
 
-def safe_cumprod_exclusive(x):
-    """`exp(exclusive cumsum(log(clip(x, tiny, 1))))`: tfa's `safe_cumprod(x, exclusive=True)`."""
-    logs = ops.log(ops.clip(x, np.finfo("float32").tiny, 1.0))
-    return ops.exp(_exclusive(logs, ops.cumsum(logs, axis=-1)))
+def _step_seed(state):
+    """The seed of this step's noise: the batch's seed (the same in every row) moved by the
+    step. Rows whose target ended keep their state, so the step is the largest row count."""
+    step = ops.max(state["noise_step"])
+    return state["noise_seed"][0] + ops.stack([step * _STEP_STRIDE, ops.zeros_like(step)])
+
+
+def _shift(x, offset, fill):
+    """`x (B, S)` moved `offset` positions right along axis 1, `fill` coming in."""
+    return ops.concatenate([ops.full_like(x[:, :offset], fill), x[:, :-offset]], axis=1)
+
+
+def _linear_scan(a, b):
+    """`q_i = a_i q_{i-1} + b_i` with `q_{-1} = 0` along axis 1, in `ceil(log2 S)` rounds.
+
+    Round `r` composes each position's map `q -> a q + b` with the one `2**r`
+    positions before it (Hillis and Steele): products and sums of the inputs
+    only, no division, so nothing underflows that the recurrence keeps.
+    """
+
+    def compose(offset, a, b):
+        return offset * 2, a * _shift(a, offset, 1.0), a * _shift(b, offset, 0.0) + b
+
+    length = a.shape[1]
+    if length is not None:  # a static length: the rounds unrolled (JAX, PyTorch, most graphs)
+        offset = 1
+        while offset < length:
+            offset, a, b = compose(offset, a, b)
+        return b
+    _, _, b = ops.while_loop(
+        lambda offset, a, b: offset < ops.shape(a)[1], compose, (ops.convert_to_tensor(1), a, b)
+    )
+    return b
 
 
 def monotonic_alignments(p_choose, previous, mode):
-    """tfa's `monotonic_attention(p_choose_i, previous_attention, mode)` on `(B, S)` float32."""
+    """tfa's `monotonic_attention(p_choose_i, previous_attention, mode)` on `(B, S)` float32.
+
+    Both soft modes compute `a_i = p_i q_i` with `q_i = (1 - p_{i-1}) q_{i-1} +
+    previous_i`. `"parallel"` solves that linear recurrence with an associative
+    scan (log-depth, exact); tfa's closed form `p cumprod(1 - p) cumsum(previous /
+    clip(cumprod(1 - p), 1e-10, 1))` loses all the mass once the cumulative
+    product falls below 1e-10 (some 33 positions at `p = 0.5`, at once after a
+    `p` of 1.0), and equals this one wherever it does not.
+    """
+    # q_i = shifted_i * q_{i-1} + previous_i, q_{-1} = 0
+    shifted = ops.concatenate([ops.ones_like(p_choose[:, :1]), 1.0 - p_choose[:, :-1]], axis=-1)
     if mode == "parallel":
-        cumprod = safe_cumprod_exclusive(1.0 - p_choose)
-        return p_choose * cumprod * ops.cumsum(previous / ops.clip(cumprod, 1e-10, 1.0), axis=-1)
+        return p_choose * _linear_scan(shifted, previous)
     if mode == "hard":
         p_choose = p_choose * ops.cumsum(previous, axis=-1)
         one_minus = 1.0 - p_choose
@@ -167,8 +211,7 @@ def monotonic_alignments(p_choose, previous, mode):
             [ops.ones_like(one_minus[:, :1]), ops.cumprod(one_minus, axis=-1)[:, :-1]], axis=-1
         )
         return p_choose * cumprod
-    # recursive: q_i = (1 - p_{i-1}) q_{i-1} + previous_i, a_i = p_i q_i
-    shifted = ops.concatenate([ops.ones_like(p_choose[:, :1]), 1.0 - p_choose[:, :-1]], axis=-1)
+    # recursive: the same recurrence, one position at a time
 
     def step(carry, inputs):
         carry = inputs[0] * carry + inputs[1]
