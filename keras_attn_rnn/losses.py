@@ -65,8 +65,10 @@ class AlignmentLoss(keras.losses.Loss):
 
     Example:
 
+    >>> from keras_attn_rnn.losses import AlignmentLoss
     >>> loss = AlignmentLoss()
-    >>> loss([[1, -1]], [[[0.2, 0.8], [0.5, 0.5]]])  # -log(0.8)
+    >>> float(loss([[1, -1]], [[[0.2, 0.8], [0.5, 0.5]]]))  # -log(0.8)
+    0.223...
 
     Reference:
         Liu et al., 2016, "Neural Machine Translation with Supervised
@@ -92,7 +94,9 @@ class CoverageLoss(keras.losses.Loss):
 
     Example:
 
-    >>> CoverageLoss()(None, [[[1.0, 0.0], [1.0, 0.0]]])  # attends position 0 twice: 1 / 2
+    >>> from keras_attn_rnn.losses import CoverageLoss
+    >>> float(CoverageLoss()([0], [[[1.0, 0.0], [1.0, 0.0]]]))  # position 0 twice: 1 / 2
+    0.5
     """
 
     def __init__(self, name="coverage_loss", **kwargs):
