@@ -67,7 +67,9 @@ class AlignmentLoss(keras.losses.Loss):
 
     >>> from keras_attn_rnn.losses import AlignmentLoss
     >>> loss = AlignmentLoss()
-    >>> float(loss([[1, -1]], [[[0.2, 0.8], [0.5, 0.5]]]))  # -log(0.8)
+    >>> positions = np.array([[1, -1]])  # step 0 attends position 1; step 1 has no position
+    >>> alignments = np.array([[[0.2, 0.8], [0.5, 0.5]]])
+    >>> float(loss(positions, alignments))  # -log(0.8)
     0.223...
 
     Reference:
@@ -95,7 +97,8 @@ class CoverageLoss(keras.losses.Loss):
     Example:
 
     >>> from keras_attn_rnn.losses import CoverageLoss
-    >>> float(CoverageLoss()([0], [[[1.0, 0.0], [1.0, 0.0]]]))  # position 0 twice: 1 / 2
+    >>> alignments = np.array([[[1.0, 0.0], [1.0, 0.0]]])  # position 0 twice
+    >>> float(CoverageLoss()(np.zeros((1,)), alignments))  # overlap 0 + 1, over 2 steps
     0.5
     """
 

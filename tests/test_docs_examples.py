@@ -6,7 +6,8 @@ starts from the namespace a reader of Keras's own docs has, `keras` and
 it is.
 
 The README's ```python blocks run in order, in one namespace, in a temporary
-directory. A block preceded by `<!-- not run: REASON -->` is skipped; the
+directory, on TensorFlow only (`make test-tf`): the docstring examples and the
+layer suite already run on every backend. A block preceded by `<!-- not run: REASON -->` is skipped; the
 skipped blocks and their reasons are listed in the test's output and pinned
 in `README_NOT_RUN`, so a new exclusion is a visible change to this file.
 """
@@ -22,8 +23,6 @@ import numpy as np
 import pytest
 
 import keras_attn_rnn
-
-pytestmark = pytest.mark.layers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -62,6 +61,7 @@ def _modules_with_examples():
     return [name for name in _module_names() if _doctests(name)]
 
 
+@pytest.mark.layers
 def test_every_module_with_examples_is_collected():
     found = _modules_with_examples()
     # the families whose examples rotted before this test existed
@@ -70,8 +70,11 @@ def test_every_module_with_examples_is_collected():
     assert len(found) >= 20, found
 
 
+@pytest.mark.layers
 @pytest.mark.parametrize("module_name", _modules_with_examples())
 def test_docstring_examples_run(module_name):
+    if module_name == "keras_attn_rnn.plotting":
+        pytest.importorskip("matplotlib")  # the `plotting` extra
     runner = doctest.DocTestRunner(optionflags=OPTIONS)
     failures = []
     for test in _doctests(module_name):
@@ -83,7 +86,8 @@ def test_docstring_examples_run(module_name):
 
 
 _BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
-_NOT_RUN = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->\s*\Z", re.DOTALL)
+# A marker right before the block (blank lines aside); its reason never spans another `-->`.
+_NOT_RUN = re.compile(r"<!--\s*not run:\s*((?:(?!-->).)*?)\s*-->\s*\Z", re.DOTALL)
 
 
 def readme_blocks(text):
@@ -100,7 +104,10 @@ def readme_blocks(text):
 
 def test_readme_blocks_are_found_and_markers_read():
     text = "a\n```python\nx = 1\n```\n<!-- not run: needs\n a server -->\n```python\ny\n```\n"
-    assert readme_blocks(text) == [(3, "x = 1\n", None), (7, "y\n", "needs a server")]
+    assert readme_blocks(text) == [(3, "x = 1\n", None), (8, "y\n", "needs a server")]
+    # a marker counts only right before its block, not across later text or comments
+    text = "<!-- not run: a -->\n```python\nx\n```\nprose\n<!-- b -->\n```python\ny\n```\n"
+    assert [reason for _, _, reason in readme_blocks(text)] == ["a", None]
 
 
 def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, capsys):
