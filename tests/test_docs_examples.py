@@ -71,6 +71,18 @@ def test_every_module_with_examples_is_collected():
 
 
 @pytest.mark.layers
+def test_every_example_section_is_a_doctest():
+    """An `Example:` written without `>>>` would not run: there is none."""
+    plain = []
+    for name in _module_names():
+        module = importlib.import_module(name)
+        for test in doctest.DocTestFinder(exclude_empty=False).find(module, name):
+            if re.search(r"^\s*Example:", test.docstring or "", re.MULTILINE) and not test.examples:
+                plain.append(test.name)
+    assert not plain
+
+
+@pytest.mark.layers
 @pytest.mark.parametrize("module_name", _modules_with_examples())
 def test_docstring_examples_run(module_name):
     if module_name == "keras_attn_rnn.plotting":
