@@ -7,9 +7,10 @@ it is.
 
 The README's ```python blocks run in order, in one namespace, in a temporary
 directory, on TensorFlow only (`make test-tf`): the docstring examples and the
-layer suite already run on every backend. A block preceded by `<!-- not run: REASON -->` is skipped; the
-skipped blocks and their reasons are listed in the test's output and pinned
-in `README_NOT_RUN`, so a new exclusion is a visible change to this file.
+layer suite already run on every backend. A block preceded by
+`<!-- not run: REASON -->` is skipped; the skipped blocks and their reasons
+are printed by the test and pinned in `README_NOT_RUN`, so a new exclusion is
+a visible change to this file.
 """
 
 import doctest
@@ -137,4 +138,4 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, capsys):
     namespace = {"__name__": "__readme__"}
     for line, code in run:
         # Padded so that a traceback names the README's own line numbers.
-        exec(compile("\n" * (line - 1) + code, README, "exec"), namespace)  # noqa: S102
+        exec(compile("\n" * (line - 1) + code, README, "exec"), namespace)
