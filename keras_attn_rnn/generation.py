@@ -125,7 +125,9 @@ def generate(
 
     Example:
 
-    >>> lm = keras_attn_rnn.models.AttentiveLanguageModel(vocab_size=20, units=8)
+    >>> from keras_attn_rnn import models, samplers
+    >>> from keras_attn_rnn.generation import generate
+    >>> lm = models.AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4], [5]], max_length=4).tokens.shape
     (2, 4)
     >>> generate(lm, [[3, 4]], 4, sampler=samplers.TopKSampler(k=5), seed=1).tokens.shape

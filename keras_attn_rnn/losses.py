@@ -65,8 +65,12 @@ class AlignmentLoss(keras.losses.Loss):
 
     Example:
 
+    >>> from keras_attn_rnn.losses import AlignmentLoss
     >>> loss = AlignmentLoss()
-    >>> loss([[1, -1]], [[[0.2, 0.8], [0.5, 0.5]]])  # -log(0.8)
+    >>> positions = np.array([[1, -1]])  # step 0 attends position 1; step 1 has no position
+    >>> alignments = np.array([[[0.2, 0.8], [0.5, 0.5]]])
+    >>> float(loss(positions, alignments))  # -log(0.8)
+    0.223...
 
     Reference:
         Liu et al., 2016, "Neural Machine Translation with Supervised
@@ -92,7 +96,10 @@ class CoverageLoss(keras.losses.Loss):
 
     Example:
 
-    >>> CoverageLoss()(None, [[[1.0, 0.0], [1.0, 0.0]]])  # attends position 0 twice: 1 / 2
+    >>> from keras_attn_rnn.losses import CoverageLoss
+    >>> alignments = np.array([[[1.0, 0.0], [1.0, 0.0]]])  # position 0 twice
+    >>> float(CoverageLoss()(np.zeros((1,)), alignments))  # overlap 0 + 1, over 2 steps
+    0.5
     """
 
     def __init__(self, name="coverage_loss", **kwargs):

@@ -20,7 +20,10 @@ def plot_attention(weights, source_tokens, target_tokens, title=None, ax=None):
 
     Example:
 
+    >>> from keras_attn_rnn.plotting import plot_attention
     >>> fig = plot_attention([[0.9, 0.1], [0.2, 0.8]], ["a", "b"], ["B", "A"])
+    >>> len(fig.axes[0].images)  # the heatmap
+    1
     """
     from matplotlib.figure import Figure
 

@@ -96,16 +96,19 @@ class AttentionDecoder(keras.layers.Layer):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder, mechanisms, scores
     >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention_layer_size=8)
     >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
     >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> outputs.shape, alignments.shape
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
     ((2, 5, 8), (2, 5, 7))
     >>> two = AttentionDecoder(
     ...     keras.layers.LSTMCell(8),
     ...     attention=[mechanisms.ContentAttention("general"),
     ...                mechanisms.MonotonicAttention(scores.Additive(8))],
     ...     attention_layer_size=[8, 4])
+    >>> keras.ops.shape(two([x, memory]))  # the attentions of both, 8 + 4
+    (2, 5, 12)
 
     Reference:
         Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning

@@ -46,8 +46,9 @@ class AttentionPooling(keras.layers.Layer):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionPooling
     >>> x = keras.random.normal((2, 7, 16))
-    >>> AttentionPooling()(x).shape
+    >>> keras.ops.shape(AttentionPooling()(x))
     (2, 16)
 
     Reference:

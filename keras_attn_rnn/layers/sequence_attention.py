@@ -58,9 +58,10 @@ class SequenceAttention(keras.layers.Layer):
 
     Example:
 
+    >>> from keras_attn_rnn import SequenceAttention
     >>> q = keras.random.normal((2, 4, 8))
     >>> v = keras.random.normal((2, 6, 8))
-    >>> SequenceAttention(score="general")([q, v]).shape
+    >>> keras.ops.shape(SequenceAttention(score="general")([q, v]))
     (2, 4, 8)
 
     Causal self-attention, one new position at a time:
@@ -73,6 +74,10 @@ class SequenceAttention(keras.layers.Layer):
     ...     h_t = h[:, t : t + 1]
     ...     out, cache = layer([h_t, h_t], cache=cache, cache_update_index=t,
     ...                        use_causal_mask=True)
+    >>> keras.ops.shape(out)
+    (2, 1, 8)
+    >>> bool(keras.ops.all(keras.ops.isclose(out[:, 0], full[:, -1], atol=1e-5)))
+    True
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural

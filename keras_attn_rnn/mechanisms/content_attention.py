@@ -34,8 +34,14 @@ class ContentAttention(Mechanism):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder
+    >>> from keras_attn_rnn.mechanisms import ContentAttention
     >>> decoder = AttentionDecoder(
     ...     keras.layers.LSTMCell(8), attention=ContentAttention("general", normalizer="sparsemax"))
+    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+    ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Bahdanau et al., 2015; Luong et al., 2015.

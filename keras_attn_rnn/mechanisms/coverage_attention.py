@@ -31,7 +31,13 @@ class CoverageAttention(Mechanism):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder
+    >>> from keras_attn_rnn.mechanisms import CoverageAttention
     >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=CoverageAttention(16))
+    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+    ((2, 5, 6), (2, 5, 7))
 
     Reference:
         See et al., 2017, "Get To The Point: Summarization with

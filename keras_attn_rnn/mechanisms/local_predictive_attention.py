@@ -33,8 +33,14 @@ class LocalPredictiveAttention(Mechanism):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder
+    >>> from keras_attn_rnn.mechanisms import LocalPredictiveAttention
     >>> decoder = AttentionDecoder(
     ...     keras.layers.LSTMCell(8), attention=LocalPredictiveAttention("general", window=3))
+    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+    ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural

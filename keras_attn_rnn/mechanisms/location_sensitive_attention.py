@@ -33,8 +33,14 @@ class LocationSensitiveAttention(Mechanism):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder
+    >>> from keras_attn_rnn.mechanisms import LocationSensitiveAttention
     >>> decoder = AttentionDecoder(
     ...     keras.layers.LSTMCell(8), attention=LocationSensitiveAttention(16, kernel_size=7))
+    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+    ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Chorowski et al., 2015, "Attention-Based Models for Speech

@@ -49,8 +49,14 @@ class MonotonicAttention(Mechanism):
 
     Example:
 
+    >>> from keras_attn_rnn import AttentionDecoder, scores
+    >>> from keras_attn_rnn.mechanisms import MonotonicAttention
     >>> decoder = AttentionDecoder(
     ...     keras.layers.LSTMCell(8), attention=MonotonicAttention(scores.Additive(8)))
+    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+    ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Raffel et al., 2017, "Online and Linear-Time Attention by Enforcing

@@ -47,8 +47,9 @@ class AttentiveClassifier(AttentiveModel):
 
     Example:
 
+    >>> from keras_attn_rnn.models import AttentiveClassifier
     >>> model = AttentiveClassifier(vocab_size=30, num_classes=3, units=8)
-    >>> model(keras.ops.ones((2, 5), "int32")).shape
+    >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
     (2, 3)
 
     Reference:

@@ -50,8 +50,9 @@ class AttentiveLanguageModel(AttentiveModel):
 
     Example:
 
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
     >>> model = AttentiveLanguageModel(vocab_size=30, units=16)
-    >>> model(keras.ops.ones((2, 5), "int32")).shape
+    >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
     (2, 5, 30)
 
     Reference:

@@ -85,10 +85,11 @@ class Seq2Seq(AttentiveModel):
 
     Example:
 
+    >>> from keras_attn_rnn.models import Seq2Seq
     >>> model = Seq2Seq(source_vocab=20, target_vocab=12, units=8)
     >>> source = keras.ops.ones((2, 6), "int32")
     >>> target = keras.ops.ones((2, 4), "int32")
-    >>> model([source, target]).shape
+    >>> keras.ops.shape(model([source, target]))
     (2, 4, 12)
 
     Reference:

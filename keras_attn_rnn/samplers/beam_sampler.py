@@ -38,6 +38,10 @@ class BeamSampler(Sampler):
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import BeamSampler
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], 5, sampler=BeamSampler(beam_width=4)).tokens.shape
     (1, 5)
 

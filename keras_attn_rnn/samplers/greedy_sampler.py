@@ -14,6 +14,10 @@ class GreedySampler(Sampler):
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import GreedySampler
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], max_length=5, sampler=GreedySampler()).tokens.shape
     (1, 5)
     """

@@ -17,6 +17,10 @@ class RandomSampler(Sampler):
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import RandomSampler
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], 5, sampler=RandomSampler(temperature=0.7), seed=1).tokens.shape
     (1, 5)
     """

@@ -66,6 +66,9 @@ class Sampler:
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import Sampler, gumbel_noise
     >>> class MarginSampler(Sampler):
     ...     # Samples among the tokens whose logit is within `margin` of the best.
     ...     def __init__(self, margin=2.0, **kwargs):
@@ -73,12 +76,12 @@ class Sampler:
     ...         self.margin = margin
     ...     def get_next_token(self, logits, seed):
     ...         best = keras.ops.max(logits, axis=-1, keepdims=True)
-    ...         kept = keras.ops.where(logits >= best - self.margin, logits, IMPOSSIBLE)
+    ...         kept = keras.ops.where(logits >= best - self.margin, logits, -1e30)
     ...         noise = gumbel_noise(keras.ops.shape(kept), seed)
     ...         return keras.ops.argmax(kept + noise, axis=-1)
     ...     def get_config(self):
     ...         return {**super().get_config(), "margin": self.margin}
-    >>> lm = keras_attn_rnn.models.AttentiveLanguageModel(vocab_size=20, units=8)
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], max_length=5, sampler=MarginSampler(margin=1.0)).tokens.shape
     (1, 5)
     """

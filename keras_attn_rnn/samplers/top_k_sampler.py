@@ -16,6 +16,10 @@ class TopKSampler(Sampler):
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import TopKSampler
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], 5, sampler=TopKSampler(k=5), seed=1).tokens.shape
     (1, 5)
 

@@ -17,6 +17,10 @@ class TopPSampler(Sampler):
 
     Example:
 
+    >>> from keras_attn_rnn.generation import generate
+    >>> from keras_attn_rnn.models import AttentiveLanguageModel
+    >>> from keras_attn_rnn.samplers import TopPSampler
+    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
     >>> generate(lm, [[3, 4]], 5, sampler=TopPSampler(p=0.9), seed=1).tokens.shape
     (1, 5)
 
