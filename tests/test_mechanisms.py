@@ -187,6 +187,46 @@ def test_local_p_matches_numpy_and_is_zero_outside_its_window():
         assert np.all(got[:, t].sum(-1) <= 1 + 1e-6)
 
 
+@pytest.mark.parametrize("placement", ["left", "both_sides"])
+def test_local_p_follows_the_content_wherever_the_padding_is(placement):
+    """Left (or two-sided) padding gives the right-padded alignments, shifted; 0 on padding."""
+    queries, memory = inputs(6)
+    mechanism = mechanisms.LocalPredictiveAttention("general", window=1)
+    right = run(mechanism, queries, memory)
+    lengths = MASK.sum(-1)
+    offsets = lengths.max() - lengths if placement == "left" else (S - lengths) // 2
+    moved, mask = np.zeros_like(memory), np.zeros_like(MASK)
+    for b, (o, n) in enumerate(zip(offsets, lengths)):
+        moved[b, o : o + n] = memory[b, :n]
+        moved[b, :o] = moved[b, o + n :] = 7.0  # padding content that must not matter
+        mask[b, o : o + n] = True
+    got = run(mechanism, queries, moved, mask=mask)
+    for b, (o, n) in enumerate(zip(offsets, lengths)):
+        np.testing.assert_allclose(got[b, :, o : o + n], right[b, :, :n], atol=ATOL)
+    assert np.all(got[~np.broadcast_to(mask[:, None], got.shape)] == 0)
+    assert np.any(got[1] > 0) and np.any(got[2] > 0)  # the padded rows do attend
+
+
+def test_local_p_with_holes_spans_first_to_last_unmasked_position():
+    queries, memory = inputs(7)
+    window = 2
+    mechanism = mechanisms.LocalPredictiveAttention("general", window=window)
+    mask = np.array([[0, 1, 0, 1, 1, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
+    got = run(mechanism, queries, memory, mask=mask)
+    w = weights_of(mechanism)
+    keys = memory @ w["kernel"]
+    start, span = np.array([1, 0, 0]), np.array([4, 0, 6])
+    positions = np.arange(S)[None, :]
+    for t in range(T):
+        q = queries[:, t].astype("float64")
+        centre = start + span * sigmoid(np.tanh(q @ w["position_kernel"]) @ w["position_v"])
+        inside = mask & (np.abs(positions - centre[:, None]) <= window)
+        align = softmax(np.einsum("bd,bsd->bs", q, keys), inside)
+        expected = align * np.exp(-((positions - centre[:, None]) ** 2) / (2 * (window / 2) ** 2))
+        np.testing.assert_allclose(got[:, t], expected, atol=ATOL)
+    assert np.all(got[~np.broadcast_to(mask[:, None], got.shape)] == 0)
+
+
 def monotonic_reference(p, previous, mode):
     """tfa's `monotonic_attention`, in float64 loops (recursive is exact)."""
     out = np.zeros_like(p)
