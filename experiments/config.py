@@ -210,6 +210,15 @@ class AttentionConfig(_Section):
             raise ValueError("an odd kernel size (the location convolution is centred)")
         return value
 
+    @model_validator(mode="after")
+    def _one_location_switch(self) -> AttentionConfig:
+        if self.cumulative is not None and self.location_features is not None:
+            raise ValueError(
+                "model.attention.location_features or the older model.attention.cumulative, "
+                f"not both, got {self.location_features!r} and {self.cumulative!r}"
+            )
+        return self
+
 
 class ModelConfig(_Section):
     embedding_dim: int = Field(64, ge=1)
