@@ -24,6 +24,7 @@ from pydantic import (
 
 from experiments.errors import ConfigError
 from keras_attn_rnn import mechanisms, normalizers, samplers, scores
+from keras_attn_rnn.mechanisms.location_sensitive_attention import LOCATION_FEATURES
 from keras_attn_rnn.mechanisms.monotonic_attention import MODES as MONOTONIC_MODES
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
@@ -199,7 +200,8 @@ class AttentionConfig(_Section):
     score_bias_init: float | None = None
     filters: int | None = Field(None, ge=1)
     kernel_size: int | None = Field(None, ge=1)
-    cumulative: bool | None = None
+    cumulative: bool | None = None  # the older switch: False "previous", True "cumulative"
+    location_features: Literal[LOCATION_FEATURES] | None = None
 
     @field_validator("kernel_size")
     @classmethod
@@ -207,6 +209,15 @@ class AttentionConfig(_Section):
         if value is not None and value % 2 == 0:
             raise ValueError("an odd kernel size (the location convolution is centred)")
         return value
+
+    @model_validator(mode="after")
+    def _one_location_switch(self) -> AttentionConfig:
+        if self.cumulative is not None and self.location_features is not None:
+            raise ValueError(
+                "model.attention.location_features or the older model.attention.cumulative, "
+                f"not both, got {self.location_features!r} and {self.cumulative!r}"
+            )
+        return self
 
 
 class ModelConfig(_Section):

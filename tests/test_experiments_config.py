@@ -46,6 +46,12 @@ BAD_CASES = {
         "model.attention.mode",
     ),
     "negative_sigmoid_noise": ({}, ["model.attention.sigmoid_noise=-1"], "sigmoid_noise"),
+    "bad_location_features": ({}, ["model.attention.location_features=sum"], "location_features"),
+    "two_location_switches": (
+        {},
+        ["model.attention.cumulative=true", "model.attention.location_features=both"],
+        "location_features",
+    ),
     "even_kernel_size": ({}, ["model.attention.kernel_size=4"], "model.attention.kernel_size"),
     "mechanism_on_classification": (
         {},

@@ -70,17 +70,25 @@ def sigmoid(x):
 # -- NumPy references ------------------------------------------------------------------------
 
 
-def location_reference(w, queries, memory, mask, cumulative, kernel_size):
+def location_reference(w, queries, memory, mask, features, kernel_size):
+    """`features`: "previous", "cumulative" or "both" (channels previous, cumulative)."""
     keys = memory @ w["key_kernel"] + w.get("b", 0.0)
     previous = cumulative_sum = np.zeros((B, S))
     out = []
     half = kernel_size // 2
     for t in range(queries.shape[1]):
-        f = cumulative_sum if cumulative else previous
-        padded = np.pad(f, ((0, 0), (half, half)))
-        conv = np.stack(
-            [padded[:, s : s + kernel_size] @ w["location_kernel"][:, 0, :] for s in range(S)], 1
-        )
+        channels = {
+            "previous": [previous],
+            "cumulative": [cumulative_sum],
+            "both": [previous, cumulative_sum],
+        }[features]
+        conv = 0.0
+        for c, f in enumerate(channels):
+            padded = np.pad(f, ((0, 0), (half, half)))
+            conv = conv + np.stack(
+                [padded[:, s : s + kernel_size] @ w["location_kernel"][:, c, :] for s in range(S)],
+                1,
+            )
         hidden = np.tanh(
             (queries[:, t] @ w["query_kernel"])[:, None] + keys + conv @ w["location_projection"]
         )
@@ -90,16 +98,48 @@ def location_reference(w, queries, memory, mask, cumulative, kernel_size):
     return np.stack(out, 1)
 
 
-@pytest.mark.parametrize("cumulative", [True, False])
-def test_location_sensitive_matches_numpy(cumulative):
+@pytest.mark.parametrize(
+    "arguments, features",
+    [
+        ({"cumulative": True}, "cumulative"),
+        ({"cumulative": False}, "previous"),
+        ({"location_features": "cumulative"}, "cumulative"),
+        ({"location_features": "previous"}, "previous"),
+        ({"location_features": "both"}, "both"),
+        ({}, "both"),
+    ],
+    ids=["cumulative=True", "cumulative=False", "cumulative", "previous", "both", "default"],
+)
+def test_location_sensitive_matches_numpy(arguments, features):
     queries, memory = inputs()
-    mechanism = mechanisms.LocationSensitiveAttention(
-        7, filters=3, kernel_size=3, cumulative=cumulative
-    )
+    mechanism = mechanisms.LocationSensitiveAttention(7, filters=3, kernel_size=3, **arguments)
     got = run(mechanism, queries, memory)
-    expected = location_reference(weights_of(mechanism), queries, memory, MASK, cumulative, 3)
+    assert mechanism.location_features == features
+    channels = 2 if features == "both" else 1
+    assert tuple(mechanism.location_kernel.shape) == (3, channels, 3)
+    expected = location_reference(weights_of(mechanism), queries, memory, MASK, features, 3)
     np.testing.assert_allclose(got, expected, atol=ATOL)
     assert np.all(got[~np.broadcast_to(MASK[:, None], got.shape)] == 0)
+    if features == "both":  # each channel matters: neither single-feature reference matches
+        w = weights_of(mechanism)
+        for single in ("previous", "cumulative"):
+            other = location_reference(w, queries, memory, MASK, single, 3)
+            assert not np.allclose(got, other, atol=1e-3)
+
+
+@pytest.mark.parametrize("cumulative, features", [(True, "cumulative"), (False, "previous")])
+def test_location_sensitive_old_config_keeps_its_features(cumulative, features):
+    """A config saved with the older `cumulative` (and no `location_features`) loads as before."""
+    config = mechanisms.LocationSensitiveAttention(4, filters=2, kernel_size=3).get_config()
+    assert config["location_features"] == "both" and "cumulative" not in config
+    del config["location_features"]
+    config["cumulative"] = cumulative
+    restored = mechanisms.LocationSensitiveAttention.from_config(config)
+    assert restored.location_features == features
+    restored.build((None, D_Q), (None, S, D_M))
+    assert tuple(restored.location_kernel.shape) == (3, 1, 2)
+    clone = assert_config_round_trip(restored)
+    assert clone.location_features == features
 
 
 def test_coverage_matches_numpy_and_its_loss():
@@ -145,6 +185,46 @@ def test_local_p_matches_numpy_and_is_zero_outside_its_window():
         np.testing.assert_allclose(got[:, t], expected, atol=ATOL)
         assert np.all(got[:, t][~inside] == 0)
         assert np.all(got[:, t].sum(-1) <= 1 + 1e-6)
+
+
+@pytest.mark.parametrize("placement", ["left", "both_sides"])
+def test_local_p_follows_the_content_wherever_the_padding_is(placement):
+    """Left (or two-sided) padding gives the right-padded alignments, shifted; 0 on padding."""
+    queries, memory = inputs(6)
+    mechanism = mechanisms.LocalPredictiveAttention("general", window=1)
+    right = run(mechanism, queries, memory)
+    lengths = MASK.sum(-1)
+    offsets = lengths.max() - lengths if placement == "left" else (S - lengths) // 2
+    moved, mask = np.zeros_like(memory), np.zeros_like(MASK)
+    for b, (o, n) in enumerate(zip(offsets, lengths)):
+        moved[b, o : o + n] = memory[b, :n]
+        moved[b, :o] = moved[b, o + n :] = 7.0  # padding content that must not matter
+        mask[b, o : o + n] = True
+    got = run(mechanism, queries, moved, mask=mask)
+    for b, (o, n) in enumerate(zip(offsets, lengths)):
+        np.testing.assert_allclose(got[b, :, o : o + n], right[b, :, :n], atol=ATOL)
+    assert np.all(got[~np.broadcast_to(mask[:, None], got.shape)] == 0)
+    assert np.any(got[1] > 0) and np.any(got[2] > 0)  # the padded rows do attend
+
+
+def test_local_p_with_holes_spans_first_to_last_unmasked_position():
+    queries, memory = inputs(7)
+    window = 2
+    mechanism = mechanisms.LocalPredictiveAttention("general", window=window)
+    mask = np.array([[0, 1, 0, 1, 1, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
+    got = run(mechanism, queries, memory, mask=mask)
+    w = weights_of(mechanism)
+    keys = memory @ w["kernel"]
+    start, span = np.array([1, 0, 0]), np.array([4, 0, 6])
+    positions = np.arange(S)[None, :]
+    for t in range(T):
+        q = queries[:, t].astype("float64")
+        centre = start + span * sigmoid(np.tanh(q @ w["position_kernel"]) @ w["position_v"])
+        inside = mask & (np.abs(positions - centre[:, None]) <= window)
+        align = softmax(np.einsum("bd,bsd->bs", q, keys), inside)
+        expected = align * np.exp(-((positions - centre[:, None]) ** 2) / (2 * (window / 2) ** 2))
+        np.testing.assert_allclose(got[:, t], expected, atol=ATOL)
+    assert np.all(got[~np.broadcast_to(mask[:, None], got.shape)] == 0)
 
 
 def monotonic_reference(p, previous, mode):
@@ -445,6 +525,21 @@ def test_jit_compiled_training_equals_eager_for_every_mechanism():
         (
             lambda: mechanisms.LocationSensitiveAttention(4, kernel_size=0),
             r"kernel_size must be a positive integer. Received: kernel_size=0",
+        ),
+        (
+            lambda: mechanisms.LocationSensitiveAttention(4, location_features="sum"),
+            r"location_features must be one of 'previous', 'cumulative', 'both'. "
+            r"Received: location_features='sum'",
+        ),
+        (
+            lambda: mechanisms.LocationSensitiveAttention(
+                4, cumulative=True, location_features="both"
+            ),
+            r"not both .*Received: location_features='both', cumulative=True",
+        ),
+        (
+            lambda: mechanisms.LocationSensitiveAttention(4, cumulative="yes"),
+            r"cumulative must be True or False. Received: cumulative='yes'",
         ),
         (
             lambda: AttentionDecoder(

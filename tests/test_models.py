@@ -242,6 +242,30 @@ def test_seq2seq_with_each_mechanism_caches_generates_and_beams(name):
     assert clone.get_config() == model.get_config()
 
 
+def _location_kernel(model):
+    (kernel,) = [w for w in model.weights if w.path.endswith("location_kernel")]
+    return tuple(kernel.shape)
+
+
+def test_seq2seq_location_default_and_old_configs():
+    """`location` now defaults to Tacotron 2's two channels; a config saved before
+    `location_features` existed (`cumulative: None`, then meaning True) keeps one."""
+    model = tiny_seq2seq(attention=MECHANISM_OPTIONS["location"])
+    model([SOURCE, ids((3, 4), 9, seed=3)])
+    assert _location_kernel(model) == (3, 2, 2)
+    config = model.get_config()
+    assert config["attention"]["location_features"] is None
+    old = {**config, "attention": dict(config["attention"])}
+    del old["attention"]["location_features"]
+    restored = models.Seq2Seq.from_config(old)
+    restored([SOURCE, ids((3, 4), 9, seed=3)])
+    assert _location_kernel(restored) == (3, 1, 2)
+    assert restored.attention_decoder.mechanisms[0].location_features == "cumulative"
+    clone = models.Seq2Seq.from_config(restored.get_config())
+    clone([SOURCE, ids((3, 4), 9, seed=3)])
+    assert _location_kernel(clone) == (3, 1, 2)
+
+
 def test_generation_rejects_ids_outside_the_source_vocabulary():
     with pytest.raises(ValueError, match=r"token ids in \[0, 11\).*Received: prompts"):
         generate(tiny_seq2seq(), [[3, 11]], 3, start_id=1)

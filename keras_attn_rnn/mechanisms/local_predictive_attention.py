@@ -10,11 +10,18 @@ from keras_attn_rnn.mechanisms.mechanism import Mechanism
 class LocalPredictiveAttention(Mechanism):
     """Luong's local-p attention: a predicted centre and a Gaussian window around it.
 
-    Each step predicts where to look, `p_t = L * sigmoid(v_p . tanh(W_p q))`
-    (`L` each row's true memory length), attends with `score` to the
-    positions within `window` of `p_t` only, and multiplies those weights by
-    `exp(-(s - p_t)^2 / (2 (window / 2)^2))`. Weights outside the window are
-    exactly 0, and the weights sum to at most 1.
+    Each step predicts where to look, `p_t = start + L * sigmoid(v_p .
+    tanh(W_p q))` (`start` each row's first unmasked position, `L` its true
+    memory length), attends with `score` to the positions within `window` of
+    `p_t` only, and multiplies those weights by `exp(-(s - p_t)^2 / (2
+    (window / 2)^2))`. Weights outside the window are exactly 0, and the
+    weights sum to at most 1.
+
+    The memory may be padded on either side: `start` and `L` are read from
+    the mask, so a left-padded row attends like the right-padded one, shifted.
+    With a mask that has holes, `p_t` ranges over the span from the first to
+    the last unmasked position, and the masked positions inside it get
+    weight 0. Without a mask, `start = 0` and `L` is the memory length.
 
     Weights: the score's, `position_kernel (d_q, position_units)` (`W_p`)
     and `position_v (position_units,)` (`v_p`).
@@ -80,16 +87,15 @@ class LocalPredictiveAttention(Mechanism):
         return self.score_layer.prepare_keys(memory)
 
     def position(self, query, memory_mask, length):
-        """The predicted centre `p_t` `(B,)` float32, in `[0, L]`."""
+        """The predicted centre `p_t` `(B,)` float32, in `[start, start + L]`."""
         hidden = ops.tanh(ops.matmul(query, ops.cast(self.position_kernel, self.compute_dtype)))
         gate = ops.sigmoid(
             ops.cast(ops.matmul(hidden, ops.cast(self.position_v, self.compute_dtype)), "float32")
         )
         if memory_mask is None:
-            lengths = ops.cast(length, "float32")
-        else:
-            lengths = ops.sum(ops.cast(memory_mask, "float32"), axis=-1)
-        return lengths * gate
+            return ops.cast(length, "float32") * gate
+        start, lengths = unmasked_span(memory_mask)
+        return start + lengths * gate
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         length = ops.shape(prepared_keys)[1]
@@ -111,3 +117,19 @@ class LocalPredictiveAttention(Mechanism):
             "units": self.units,
             "position_units": self.position_units,
         }
+
+
+def unmasked_span(memory_mask):
+    """Each row's first unmasked position and the length of the span up to its last one.
+
+    `memory_mask (B, S)` -> float32 `start (B,)` and `length (B,)`; a row
+    with no unmasked position gets `(0, 0)`. For a contiguous mask (padding
+    on either side) `length` is the number of unmasked positions.
+    """
+    valid = ops.cast(memory_mask, "int32")
+    size = ops.shape(valid)[-1]
+    start = ops.argmax(valid, axis=-1)  # the first maximum: the first unmasked position
+    end = size - ops.argmax(ops.flip(valid, axis=-1), axis=-1)  # one past the last
+    any_valid = ops.cast(ops.any(ops.cast(valid, "bool"), axis=-1), "float32")
+    start = ops.cast(start, "float32") * any_valid
+    return start, (ops.cast(end, "float32") - start) * any_valid

@@ -4,18 +4,22 @@ from keras import ops
 from keras_attn_rnn.layers import _common
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
+LOCATION_FEATURES = ("previous", "cumulative", "both")
+
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
 class LocationSensitiveAttention(Mechanism):
     """Location-sensitive attention (Chorowski et al., 2015; Tacotron 2's attention).
 
     `e_i = v . tanh(W q + V k_i + U conv1d(f)_i [+ b])`, with `f` the
-    previous alignments, or (with `cumulative=True`) their running sum: the
+    location features: the previous alignments (Chorowski et al.), their
+    running sum, or both as two channels (Tacotron 2, the default): the
     score sees where the decoder looked before, so alignments move on
-    steadily instead of jumping. The initial `f` is zeros.
+    steadily instead of jumping. The initial alignments are zeros.
 
     Weights: `query_kernel (d_q, units)`, `key_kernel (d_m, units)`,
-    `location_kernel (kernel_size, 1, filters)` (the convolution, no bias),
+    `location_kernel (kernel_size, channels, filters)` (the convolution, no
+    bias; `channels` is 2 for `"both"`, previous then cumulative, else 1),
     `location_projection (filters, units)` (`U`), `v (units,)`, and `b
     (units,)` with `use_bias`.
 
@@ -23,10 +27,15 @@ class LocationSensitiveAttention(Mechanism):
         units: size of the hidden layer.
         filters: number of location filters.
         kernel_size: width of the location convolution, odd ('same' padding).
-        cumulative: convolve the sum of all previous alignments (Tacotron 2)
-            instead of the last ones (Chorowski et al.).
+        cumulative: the older switch, kept for existing code and saved
+            configs: `False` means `location_features="previous"`, `True`
+            `"cumulative"`. Give it or `location_features`, not both.
         use_bias: add `b` inside the tanh.
         normalizer: `"softmax"` or another name of `normalizers.names()`.
+        location_features: what the convolution reads: `"previous"` (the
+            last alignments), `"cumulative"` (the sum of all previous ones)
+            or `"both"` (the two as channels, as Tacotron 2). Default
+            `"both"`, or what `cumulative` says when it is given.
 
     Returns (call):
         float32 alignments `(B, S)` and the state `{"alignments", "cumulative"}`.
@@ -53,9 +62,10 @@ class LocationSensitiveAttention(Mechanism):
         units,
         filters=32,
         kernel_size=31,
-        cumulative=True,
+        cumulative=None,
         use_bias=True,
         normalizer="softmax",
+        location_features=None,
         **kwargs,
     ):
         _common.check_positive_int("units", units, allow_none=False)
@@ -66,11 +76,12 @@ class LocationSensitiveAttention(Mechanism):
                 "kernel_size must be odd (the convolution is centred on each position). "
                 f"Received: kernel_size={kernel_size!r}"
             )
+        location_features = _location_features(location_features, cumulative)
         super().__init__(normalizer=normalizer, **kwargs)
         self.units = units
         self.filters = filters
         self.kernel_size = kernel_size
-        self.cumulative = cumulative
+        self.location_features = location_features
         self.use_bias = use_bias
 
     def build(self, query_shape, memory_shape):
@@ -83,7 +94,7 @@ class LocationSensitiveAttention(Mechanism):
         )
         self.location_kernel = self.add_weight(
             name="location_kernel",
-            shape=(self.kernel_size, 1, self.filters),
+            shape=(self.kernel_size, 2 if self.location_features == "both" else 1, self.filters),
             initializer="glorot_uniform",
         )
         self.location_projection = self.add_weight(
@@ -104,16 +115,20 @@ class LocationSensitiveAttention(Mechanism):
         zeros = ops.zeros(ops.shape(keys)[:2], "float32")
         return {"alignments": zeros, "cumulative": zeros}
 
-    def location_features(self, features):
-        """`U conv1d(f)`: `(B, S)` float32 -> `(B, S, units)`."""
-        features = ops.expand_dims(ops.cast(features, self.compute_dtype), -1)
+    def locate(self, state):
+        """`U conv1d(f)` of the state's location features -> `(B, S, units)`."""
+        channels = {
+            "previous": [state["alignments"]],
+            "cumulative": [state["cumulative"]],
+            "both": [state["alignments"], state["cumulative"]],
+        }[self.location_features]
+        features = ops.cast(ops.stack(channels, axis=-1), self.compute_dtype)  # (B, S, channels)
         located = ops.conv(features, self._w(self.location_kernel), padding="same")
         return ops.matmul(located, self._w(self.location_projection))
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
-        features = state["cumulative"] if self.cumulative else state["alignments"]
         processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)
-        hidden = ops.tanh(processed_query + prepared_keys + self.location_features(features))
+        hidden = ops.tanh(processed_query + prepared_keys + self.locate(state))
         scores = ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._w(self.v), -1)), -1)
         alignments = self.normalize(scores, memory_mask)
         return alignments, {
@@ -127,6 +142,31 @@ class LocationSensitiveAttention(Mechanism):
             "units": self.units,
             "filters": self.filters,
             "kernel_size": self.kernel_size,
-            "cumulative": self.cumulative,
             "use_bias": self.use_bias,
+            "location_features": self.location_features,
         }
+
+
+def _location_features(location_features, cumulative):
+    """`location_features` from the constructor's two switches (`cumulative` is the older one)."""
+    if cumulative is not None:
+        if not isinstance(cumulative, bool):
+            raise ValueError(
+                f"cumulative must be True or False. Received: cumulative={cumulative!r}"
+            )
+        if location_features is not None:
+            raise ValueError(
+                "Give location_features or the older cumulative, not both "
+                "(cumulative=False is 'previous', cumulative=True 'cumulative'). "
+                f"Received: location_features={location_features!r}, cumulative={cumulative!r}"
+            )
+        return "cumulative" if cumulative else "previous"
+    if location_features is None:
+        return "both"
+    if location_features not in LOCATION_FEATURES:
+        raise ValueError(
+            "location_features must be one of "
+            f"{', '.join(repr(f) for f in LOCATION_FEATURES)}. "
+            f"Received: location_features={location_features!r}"
+        )
+    return location_features

@@ -136,5 +136,13 @@ def config_with_attention(config):
     attention = dict(config.get("attention") or {})
     if isinstance(attention.get("score"), dict):
         attention["score"] = scores.get(attention["score"])
+    if (
+        attention.get("mechanism") == "location"
+        and "cumulative" in attention
+        and "location_features" not in attention
+        and attention["cumulative"] is None
+    ):
+        # saved before `location_features`, whose default was then `cumulative=True`
+        attention["cumulative"] = True
     config["attention"] = attention
     return config

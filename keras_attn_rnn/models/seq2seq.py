@@ -19,6 +19,7 @@ _ATTENTION_DEFAULTS = {
     "filters": None,
     "kernel_size": None,
     "cumulative": None,
+    "location_features": None,
     "window": None,
 }
 
@@ -56,8 +57,8 @@ class Seq2Seq(AttentiveModel):
             the location and coverage mechanisms: default the RNN size),
             `normalizer` (default `"softmax"`), and the chosen mechanism's
             own options (`mode`, `sigmoid_noise`, `score_bias_init`;
-            `filters`, `kernel_size`, `cumulative`; `window`). `"luong"`
-            takes content attention only.
+            `filters`, `kernel_size`, `location_features`, `cumulative`;
+            `window`). `"luong"` takes content attention only.
         attention_layer_size: size of the attention layer; for `"bahdanau"`
             `None` uses the context itself, for `"luong"` it defaults to
             `units`.

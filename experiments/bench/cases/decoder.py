@@ -137,14 +137,18 @@ def monotonic_parallel_cost(options: Options) -> dict:
 
 
 def location_cost(options: Options) -> dict:
-    """Location-sensitive decoder step (32 filters of width 31) vs content Bahdanau."""
+    """Location-sensitive decoder step (Tacotron 2's: 32 filters of width 31 over the previous
+    and cumulative alignments) vs content Bahdanau."""
     result = _mechanism_cost(
-        options, lambda u: mechanisms.LocationSensitiveAttention(u, filters=32, kernel_size=31)
+        options,
+        lambda u: mechanisms.LocationSensitiveAttention(
+            u, filters=32, kernel_size=31, location_features="both"
+        ),
     )
     return {
         **result,
         "project": "AttentionDecoder(LSTMCell(U), LocationSensitiveAttention(U, filters=32, "
-        "kernel_size=31), attention_layer_size=U), Dense(V), Adam step",
+        "kernel_size=31, location_features='both'), attention_layer_size=U), Dense(V), Adam step",
         "peer": "the same with content additive attention (score='additive')",
         "shapes": options.sizes["decoder"],
     }

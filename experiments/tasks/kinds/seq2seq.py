@@ -16,6 +16,7 @@ MECHANISM_OPTIONS = (
     "filters",
     "kernel_size",
     "cumulative",
+    "location_features",
     "window",
 )
 
