@@ -30,7 +30,12 @@ class BeamSampler(Sampler):
     mechanisms), else from zeros (tfa's for content mechanisms). The
     returned scores and order are those of the last step's ranking (tfa's
     final `scores`): beams that finished at that very step carry no coverage
-    penalty and a length without their EOS.
+    penalty and a length without their EOS. Deliberate differences: a real
+    source word with exactly zero accumulated attention is penalized (tfa
+    lets it off, see `coverage_penalty`), and beams are backtracked from the
+    last step (tfa's `gather_tree` starts at the longest beam's length, so a
+    row whose finished beams were re-ranked afterwards can pair one beam's
+    tokens with another's score).
 
     The model's cache is repeated `beam_width` times along the batch axis
     and reordered as beams are chosen; sequences are recovered by one
@@ -45,7 +50,10 @@ class BeamSampler(Sampler):
             `generate` returns `(B, n, max_length)` tokens, best first).
         coverage_penalty_weight: `beta` of the coverage penalty; `0` (the
             default) turns it off. Meant for sequence-to-sequence models,
-            whose alignments cover the source.
+            whose alignments cover the source: positions outside the
+            cache's `memory_mask` (padding) do not count; without a mask
+            every position does, so a language model's not yet written
+            cache positions would be charged.
 
     Example:
 

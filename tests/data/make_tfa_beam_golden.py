@@ -33,15 +33,16 @@ configuration ``w{W}_lp{LP}_cp{CP}/``: ``step_ids`` and ``parent_ids`` (B, T, W)
 the per-step ``beam_search_decoder_output`` (padded with EOS / 0 after the last step),
 ``predicted_ids`` (B, T, W), tfa's ``gather_tree`` of them, ``scores`` (B, W) (the last
 step's ``beam_search_decoder_output.scores``), ``lengths`` (B, W) (``final_state.lengths``)
-and ``steps`` (number of steps run).
+and ``steps`` (number of steps run). Shared: ``log_probs``, ``attention``,
+``initial_alignments``, ``source_lengths``, ``sources`` (B, S) ids (0-padded), ``eos_id``,
+``start_id``, ``max_length``.
 
 tfa quirk, kept out of the comparison: ``gather_tree`` walks back from step
 ``max(final lengths) - 1`` of each row, not from the last step, so when a row's beams have
 all finished and are re-ranked afterwards (a finished beam's score changes once: its length
 now counts EOS and its coverage penalty now applies), ``predicted_ids[b, :, w]`` is not the
 beam that ``scores[b, w]`` belongs to. The tests backtrack ``step_ids`` / ``parent_ids``
-from the last step instead, as ``BeamSampler`` does. Shared: ``log_probs``, ``attention``, ``initial_alignments``, ``source_lengths``,
-``sources`` (B, S) ids (0-padded), ``eos_id``, ``start_id``, ``max_length``.
+from the last step instead, as ``BeamSampler`` does.
 """
 
 import itertools
