@@ -78,7 +78,7 @@ def make_tables(rng):
         else:
             logits[:, :, EOS] -= 0.5
             # near-tie at step 1: EOS just above token 3
-            logits[1, :, 3] = logits[1, :, 1:].max(-1)
+            logits[1, :, 3] = logits[1, :, 1:].max(-1) + 0.5  # no exact tie with another token
             logits[1, :, EOS] = logits[1, :, 3] + 2e-3
         logits[..., 0] = -np.inf
         row_log_probs = logits - logits.max(-1, keepdims=True)
