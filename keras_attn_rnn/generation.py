@@ -20,7 +20,11 @@ Any object with this step API can be decoded (tests use fake models):
   int32 token.
 
 Beam search repeats the cache `beam_width` times along the batch axis and
-reorders it as beams are selected.
+reorders it as beams are selected. Its coverage penalty reads two optional
+entries of a dict cache: `memory_mask` `(B, S)` bool (True at real source
+positions; `Seq2Seq`'s cache has it; without it every position is real) and
+`initial_alignments` `(B, S)` (the alignments before the first step, where
+accumulated attention starts; zeros without it).
 """
 
 import dataclasses

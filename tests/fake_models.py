@@ -75,3 +75,52 @@ def log_softmax_rows(table):
 
 
 PROMPTS = [[3], [5, 6], [1, 2, 7]]
+
+
+class StepTableModel:
+    """Fake sequence-to-sequence model: per row, step and last token, fixed tables.
+
+    `logits = log_probs[b, t, last token]` and the attention behind them
+    `attention[b, t, last token]` (`(B, T, V, V)` and `(B, T, V, S)`; steps
+    past `T` reuse the last). Its prompts are the sources `(B, S)`, 0-padded:
+    the cache holds their `memory_mask` (as `Seq2Seq`'s does) and, if given,
+    `initial_alignments` `(B, S)` (the attention state before the first step).
+    """
+
+    is_seq2seq = True
+
+    def __init__(self, log_probs, attention, initial_alignments=None):
+        self.log_probs = np.asarray(log_probs, "float32")
+        self.attention = np.asarray(attention, "float32")
+        self.initial_alignments = initial_alignments
+        self.rows, self.steps, vocab, _ = self.log_probs.shape
+        self.output_vocab_size = self.prompt_vocab_size = vocab
+
+    def _out(self, token, cache):
+        vocab = self.output_vocab_size
+        step = ops.minimum(cache["step"], self.steps - 1)
+        index = (cache["row"] * self.steps + step) * vocab + token
+        source = self.attention.shape[-1]
+        logits = ops.take(ops.convert_to_tensor(self.log_probs.reshape(-1, vocab)), index, axis=0)
+        attention = ops.convert_to_tensor(self.attention.reshape(-1, source))
+        return logits, ops.take(attention, index, axis=0)
+
+    def init_cache(self, prompts, max_length, start_id=None):
+        prompts = ops.cast(prompts, "int32")
+        batch = ops.shape(prompts)[0]
+        cache = {
+            "row": ops.arange(batch, dtype="int32"),
+            "step": ops.zeros((batch,), "int32"),
+            "memory_mask": ops.not_equal(prompts, 0),
+        }
+        if self.initial_alignments is not None:
+            cache["initial_alignments"] = ops.convert_to_tensor(
+                np.asarray(self.initial_alignments, "float32")
+            )
+        logits, weights = self._out(ops.full((batch,), start_id, "int32"), cache)
+        return logits, weights, cache
+
+    def next_logits(self, token, cache):
+        cache = {**cache, "step": cache["step"] + 1}
+        logits, weights = self._out(token, cache)
+        return logits, weights, cache

@@ -127,50 +127,110 @@ def test_sampler_arguments_are_checked_before_decoding(build, match):
         build()
 
 
-def coverage_reference(accumulated):
-    """GNMT's coverage penalty, as tfa computes it: sum_i log(min(acc_i, 1)), acc_i = 0 ignored."""
-    accumulated = np.where(accumulated == 0, 1.0, accumulated)
-    return np.log(np.minimum(accumulated, 1.0)).sum(-1)
+def coverage_reference(accumulated, mask=None):
+    """GNMT's coverage penalty, the project's rule: sum_i log(max(min(acc_i, 1), 1e-10)) over
+    the real positions (tfa instead maps acc_i = 0 to 1, so an ignored real word is free)."""
+    covered = np.log(np.maximum(np.minimum(accumulated, 1.0), 1e-10))
+    return np.where(True if mask is None else mask, covered, 0.0).sum(-1)
 
 
-def test_coverage_penalty_matches_its_formula_and_picks_the_covering_beam():
+def test_coverage_penalty_charges_exact_zeros_and_skips_padding():
     from keras_attn_rnn.samplers.beam_sampler import coverage_penalty
 
+    acc = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.1]], "float32")
+    penalty = to_numpy(coverage_penalty(acc))
+    np.testing.assert_allclose(penalty, [np.log(1e-10), np.log(0.1)], rtol=1e-6)
+    assert penalty[1] > penalty[0]  # ignoring a real word costs more than covering it a bit
+    mask = np.array([[True, True, False], [True, True, True]])
+    np.testing.assert_allclose(to_numpy(coverage_penalty(acc, mask)), [0.0, np.log(0.1)], atol=1e-6)
     acc = np.array([[0.6, 0.6, 0.2, 0.0], [1.0, 1.5, 0.0, 0.0], [0.3, 0.0, 0.0, 2.0]], "float32")
-    np.testing.assert_allclose(to_numpy(coverage_penalty(acc)), coverage_reference(acc), atol=1e-6)
+    mask = np.array([[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]], bool)
+    for m in (None, mask):
+        np.testing.assert_allclose(
+            to_numpy(coverage_penalty(acc, m)), coverage_reference(acc, m), rtol=1e-6
+        )
 
-    # From 1: token 2 (p 0.55) or 3 (p 0.45), then EOS (6). The path through 2 leaves the
-    # source under-attended (weights 0.1, 0.1, 0.2), the path through 3 covers it (0.5, 0.5).
+
+def _coverage_lattice():
+    """From 1: token 2 (p 0.55) or 3 (p 0.45), then EOS (6); the third beam lags far behind.
+
+    The path through 2 leaves the source under-attended (totals 0.6, 0.6), the path through 3
+    covers it (1.0, 1.0). Both finish at step 1; the third beam keeps the search running, so
+    at step 2 both are ranked as finished beams, with their coverage penalty.
+    """
     table = np.full((V, V), -30.0, "float32")
     table[1, 2], table[1, 3] = np.log(0.55), np.log(0.45)
     table[2, 6] = table[3, 6] = 0.0
     table[6, 1] = 0.0
-    attention = np.zeros((V, 3), "float32")
-    attention[1] = [0.5, 0.5, 0.0]  # behind the first token
-    attention[2] = [0.1, 0.1, 0.2]
-    attention[3] = [0.5, 0.5, 0.0]
+    attention = np.zeros((V, 2), "float32")
+    attention[1] = [0.5, 0.5]  # behind the first token
+    attention[2] = [0.1, 0.1]
+    attention[3] = [0.5, 0.5]
+    attention[6] = [1.0, 1.0]  # behind what follows EOS: must never count
+    return table, attention
+
+
+def test_coverage_penalty_picks_the_covering_beam():
+    table, attention = _coverage_lattice()
     model = TableModel(table, attention_table=attention)
     log_probs = log_softmax_rows(table)
     paths = {2: log_probs[1, 2] + log_probs[2, 6], 3: log_probs[1, 3] + log_probs[3, 6]}
     covered = {2: attention[1] + attention[2], 3: attention[1] + attention[3]}
 
-    plain = generate(model, [[1]], 4, sampler=samplers.BeamSampler(2), eos_id=6)
+    plain = generate(model, [[1]], 4, sampler=samplers.BeamSampler(3), eos_id=6)
     np.testing.assert_array_equal(plain.tokens, [[2, 6, 0, 0]])
     np.testing.assert_allclose(plain.scores, [paths[2]], atol=1e-5)
-    weighted = generate(
-        model, [[1]], 4, sampler=samplers.BeamSampler(2, coverage_penalty_weight=1.0), eos_id=6
-    )
-    np.testing.assert_array_equal(weighted.tokens, [[3, 6, 0, 0]])
-    expected = {t: paths[t] + coverage_reference(covered[t]) for t in (2, 3)}
-    assert expected[3] > expected[2]
-    np.testing.assert_allclose(weighted.scores, [expected[3]], atol=1e-5)
     both = generate(
         model,
         [[1]],
         4,
-        sampler=samplers.BeamSampler(2, num_beams_returned=2, coverage_penalty_weight=1.0),
+        sampler=samplers.BeamSampler(3, num_beams_returned=2, coverage_penalty_weight=1.0),
         eos_id=6,
     )
+    expected = {t: paths[t] + coverage_reference(covered[t]) for t in (2, 3)}
+    assert expected[3] > expected[2]
+    np.testing.assert_array_equal(both.tokens[0, :, :2], [[3, 6], [2, 6]])
     np.testing.assert_allclose(both.scores, [[expected[3], expected[2]]], atol=1e-5)
     with pytest.raises(ValueError, match=r"coverage_penalty_weight must be >= 0.*Received"):
         samplers.BeamSampler(coverage_penalty_weight=-1.0)
+
+
+def test_coverage_penalty_waits_until_a_beam_has_finished():
+    """tfa: the penalty counts only for beams finished before the step that ranks them."""
+    table, attention = _coverage_lattice()
+    model = TableModel(table, attention_table=attention)
+    log_probs = log_softmax_rows(table)
+    sampler = samplers.BeamSampler(2, num_beams_returned=2, coverage_penalty_weight=1.0)
+    # One step, no EOS: nothing finished, so the scores are the plain log-probabilities.
+    one = generate(model, [[1]], 1, sampler=sampler, eos_id=6)
+    np.testing.assert_array_equal(one.tokens, [[[2], [3]]])
+    np.testing.assert_allclose(one.scores, [[log_probs[1, 2], log_probs[1, 3]]], atol=1e-5)
+    # Width 2: both beams emit EOS at step 1, the last step, ranked without the penalty.
+    two = generate(model, [[1]], 4, sampler=sampler, eos_id=6)
+    np.testing.assert_array_equal(two.tokens[0, :, :2], [[2, 6], [3, 6]])
+    paths = [log_probs[1, 2] + log_probs[2, 6], log_probs[1, 3] + log_probs[3, 6]]
+    np.testing.assert_allclose(two.scores, [paths], atol=1e-5)
+
+
+def test_an_eos_candidate_is_ranked_without_counting_the_eos():
+    """tfa ranks `beam + EOS` with the beam's length, and stores it with EOS counted.
+
+    From 1: EOS (6) with p 0.5 or 2 with p 0.45; with length_penalty 1, ranked at step 0:
+    EOS log(0.5) / (5 / 6) = -0.832 < 2 log(0.45) / 1 = -0.799 (counting the EOS would give
+    EOS -0.693 and put it first).
+    """
+    table = np.full((V, V), -30.0, "float32")
+    table[1, 6], table[1, 2] = np.log(0.5), np.log(0.45)
+    table[2, 3] = table[3, 6] = 0.0
+    log_probs = log_softmax_rows(table)
+    sampler = samplers.BeamSampler(2, length_penalty=1.0, num_beams_returned=2)
+    one = generate(TableModel(table), [[1]], 1, sampler=sampler, eos_id=6)
+    np.testing.assert_array_equal(one.tokens, [[[2], [6]]])
+    np.testing.assert_allclose(
+        one.scores, [[log_probs[1, 2], log_probs[1, 6] / (5 / 6)]], atol=1e-5
+    )
+    # Later the finished beam is ranked with its stored length 1 (EOS counted).
+    two = generate(TableModel(table), [[1]], 2, sampler=sampler, eos_id=6)
+    expected = [(log_probs[1, 2] + log_probs[2, 3]) / (7 / 6), log_probs[1, 6] / 1.0]
+    np.testing.assert_array_equal(two.tokens, [[[2, 3], [6, 0]]])
+    np.testing.assert_allclose(two.scores, [expected], atol=1e-5)

@@ -15,16 +15,32 @@ from keras_attn_rnn.samplers.sampler import (
 class BeamSampler(Sampler):
     """Beam search: keeps the `beam_width` best partial sequences at every step.
 
-    Beams are ranked by their summed log-probability divided by the GNMT
-    length penalty `((5 + length) / 6) ** length_penalty`, plus, for beams
-    that have finished, the GNMT coverage penalty `coverage_penalty_weight *
-    sum_i log(min(sum_t a_t,i, 1))` over the source positions `i` the beam
-    ever attended (`a_t` the alignments behind its tokens; tfa's
-    `BeamSearchDecoder(coverage_penalty_weight=...)`). The model's cache
-    is repeated `beam_width` times along the batch axis and reordered as
-    beams are chosen; sequences are recovered by one backtrack over the
-    per-step parent pointers at the end (tfa's `gather_tree`), so no step
-    reorders the history.
+    Follows tfa's `BeamSearchDecoder` (0.23) step by step. Each step, every
+    candidate `beam + token` is ranked by its summed log-probability divided
+    by the GNMT length penalty `((5 + length) / 6) ** length_penalty`, plus,
+    for beams that had finished before this step, the GNMT coverage penalty
+    `coverage_penalty_weight * coverage_penalty(acc)`, `acc` the beam's
+    alignments summed over the steps it was running (see
+    `coverage_penalty`). As in tfa, a candidate that emits `eos_id` is
+    ranked with a length that does not count the EOS token, while the beam
+    it becomes stores (and is later ranked with) the length that does;
+    accumulated alignments start from the model's initial alignments when
+    its cache holds them (`cache["initial_alignments"]`, `(B, S)`: tfa's
+    initial attention state, one-hot at position 0 for monotonic
+    mechanisms), else from zeros (tfa's for content mechanisms). The
+    returned scores and order are those of the last step's ranking (tfa's
+    final `scores`): beams that finished at that very step carry no coverage
+    penalty and a length without their EOS. Deliberate differences: a real
+    source word with exactly zero accumulated attention is penalized (tfa
+    lets it off, see `coverage_penalty`), and beams are backtracked from the
+    last step (tfa's `gather_tree` starts at the longest beam's length, so a
+    row whose finished beams were re-ranked afterwards can pair one beam's
+    tokens with another's score).
+
+    The model's cache is repeated `beam_width` times along the batch axis
+    and reordered as beams are chosen; sequences are recovered by one
+    backtrack over the per-step parent pointers at the end (tfa's
+    `gather_tree`), so no step reorders the history.
 
     Args:
         beam_width: number of beams.
@@ -34,7 +50,10 @@ class BeamSampler(Sampler):
             `generate` returns `(B, n, max_length)` tokens, best first).
         coverage_penalty_weight: `beta` of the coverage penalty; `0` (the
             default) turns it off. Meant for sequence-to-sequence models,
-            whose alignments cover the source.
+            whose alignments cover the source: positions outside the
+            cache's `memory_mask` (padding) do not count; without a mask
+            every position does, so a language model's not yet written
+            cache positions would be charged.
 
     Example:
 
@@ -97,24 +116,33 @@ class BeamSampler(Sampler):
     def _penalty(self, lengths):
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, self.length_penalty)
 
-    def score(self, log_probs, lengths, accumulated, finished):
+    def score(self, log_probs, lengths, accumulated, finished, mask=None):
         """Beam scores: `log_probs / length penalty` (+ the coverage penalty of finished beams).
 
         `log_probs`, `lengths`, `finished`: `(B, W)`; `accumulated`: `(B, W, S)`
-        summed alignments.
+        summed alignments; `mask`: bool, broadcastable to `accumulated`, True
+        at real source positions (None: all are real).
         """
         scores = log_probs / self._penalty(lengths) if self.length_penalty else log_probs
         if self.coverage_penalty_weight == 0:
             return scores
-        return scores + self.coverage_penalty_weight * coverage_penalty(accumulated) * ops.cast(
-            finished, "float32"
-        )
+        penalty = coverage_penalty(accumulated, mask)
+        return scores + self.coverage_penalty_weight * penalty * ops.cast(finished, "float32")
 
     def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
         width = self.beam_width
         logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
         batch, vocab = ops.shape(logits)[0], ops.shape(logits)[1]
         source = ops.shape(weights)[-1]
+        extras = cache if isinstance(cache, dict) else {}
+        # Padding positions of the source never count in the coverage penalty.
+        mask = extras.get("memory_mask")
+        if mask is not None:
+            mask = ops.reshape(ops.cast(mask, "bool"), (batch, 1, 1, source))
+        accumulated = ops.zeros((batch, width, source), "float32")
+        if self.coverage_penalty_weight and extras.get("initial_alignments") is not None:
+            initial = ops.cast(extras["initial_alignments"], "float32")
+            accumulated = accumulated + ops.reshape(initial, (batch, 1, source))
 
         def repeat(x):
             return ops.repeat(x, width, axis=0)
@@ -130,10 +158,15 @@ class BeamSampler(Sampler):
         parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
         history = _compilation.new_record(max_length, (batch, width, source), "float32")
         lengths = ops.zeros((batch, width), "int32")
-        accumulated = ops.zeros((batch, width, source), "float32")
+        scores = ops.zeros((batch, width), "float32")
         finished = ops.zeros((batch, width), "bool")
         # A finished beam continues only with padding, at no cost.
         pad_only = ops.where(ops.equal(ops.arange(vocab), 0), 0.0, IMPOSSIBLE)
+        # tfa: a candidate emitting EOS is ranked without counting it.
+        if eos_id is None:
+            adds_length = ops.ones((vocab,), "int32")
+        else:
+            adds_length = ops.cast(ops.not_equal(ops.arange(vocab), eos_id), "int32")
         offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
         step = ops.convert_to_tensor(0, "int32")
         state = (
@@ -147,6 +180,7 @@ class BeamSampler(Sampler):
             history,
             lengths,
             accumulated,
+            scores,
         )
 
         def cond(*loop):
@@ -164,31 +198,39 @@ class BeamSampler(Sampler):
             history,
             lengths,
             covered,
+            scores,
             done,
         ):
             attention = ops.reshape(ops.cast(weights, "float32"), (batch, width, source))
+            running = ops.logical_not(done)
             if self.coverage_penalty_weight:
                 # tfa: the alignments behind this step's logits count for beams still running
-                covered = covered + attention * ops.expand_dims(ops.cast(~done, "float32"), -1)
+                covered = covered + attention * ops.expand_dims(ops.cast(running, "float32"), -1)
             step_log_probs = ops.log_softmax(without_padding(logits), axis=-1)
             step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
             step_log_probs = ops.where(ops.expand_dims(done, -1), pad_only, step_log_probs)
             candidates = ops.expand_dims(log_probs, -1) + step_log_probs
-            candidate_lengths = lengths + ops.cast(ops.logical_not(done), "int32")
+            candidate_lengths = ops.expand_dims(lengths, -1) + adds_length * ops.expand_dims(
+                ops.cast(running, "int32"), -1
+            )
             ranked = self.score(
                 candidates,
-                ops.expand_dims(candidate_lengths, -1),
+                candidate_lengths,
                 ops.expand_dims(covered, 2),
                 ops.expand_dims(done, -1),
+                mask,
             )
-            _, best = ops.top_k(ops.reshape(ranked, (batch, width * vocab)), width)
+            scores, best = ops.top_k(ops.reshape(ranked, (batch, width * vocab)), width)
             parent = ops.cast(best // vocab, "int32")
             token = ops.cast(best % vocab, "int32")
             log_probs = ops.take_along_axis(
                 ops.reshape(candidates, (batch, width * vocab)), best, 1
             )
-            lengths = ops.take_along_axis(candidate_lengths, parent, axis=1)
             parent_done = ops.take_along_axis(done, parent, axis=1)
+            # The stored length counts the EOS token (tfa's `next_prediction_len`).
+            lengths = ops.take_along_axis(lengths, parent, axis=1) + ops.cast(
+                ops.logical_not(parent_done), "int32"
+            )
             done = parent_done
             if eos_id is not None:
                 done = ops.logical_or(done, ops.equal(token, eos_id))
@@ -215,32 +257,48 @@ class BeamSampler(Sampler):
                 history,
                 lengths,
                 covered,
+                scores,
                 done,
             )
 
         loop = ops.while_loop(cond, body, (*state, finished), maximum_iterations=max_length)
-        log_probs, tokens, parents, history, lengths, covered, finished = loop[4:11]
-        final = self.score(log_probs, lengths, covered, finished)
-        scores, order = ops.top_k(final, self.num_beams_returned)
+        tokens, parents, history, scores = loop[5], loop[6], loop[7], loop[10]
+        # tfa: the last step's ranking, best first, is the final order and score.
+        returned = self.num_beams_returned
+        order = ops.broadcast_to(ops.arange(returned, dtype="int32"), (batch, returned))
         tokens, history = _backtrack(
             _compilation.stack_record(tokens),
             parents,
             _compilation.stack_record(history),
-            ops.cast(order, "int32"),
+            order,
         )
-        if self.num_beams_returned == 1:
+        scores = scores[:, :returned]
+        if returned == 1:
             return tokens[:, 0], scores[:, 0], history[:, 0]
         return tokens, scores, history
 
 
-def coverage_penalty(accumulated):
-    """GNMT's `sum_i log(min(acc_i, 1))` over the positions attended at all (`acc_i > 0`).
+# Floor of `min(acc, 1)` before the log of the coverage penalty: a real source
+# position never attended costs `log(1e-10) ~ -23` instead of `-inf`.
+COVERAGE_EPSILON = 1e-10
 
-    `accumulated`: `(..., S)` summed alignments -> `(...)`; 0 when every
-    attended position got a total weight of at least 1.
+
+def coverage_penalty(accumulated, mask=None):
+    """GNMT's `sum_i log(max(min(acc_i, 1), 1e-10))` over the real source positions `i`.
+
+    `accumulated`: `(..., S)` summed alignments; `mask`: bool broadcastable to
+    it, True at real positions (None: all real) -> `(...)`; 0 when every
+    real position got a total weight of at least 1.
+
+    The one deliberate difference from tfa: tfa maps `acc_i == 0` to 1 (no
+    penalty), to skip padding, so a real word that got exactly zero attention
+    goes unpunished there; here padding is skipped by the mask and a real
+    word with zero attention costs `log(COVERAGE_EPSILON)`.
     """
-    attended = ops.where(ops.equal(accumulated, 0.0), 1.0, accumulated)
-    return ops.sum(ops.log(ops.minimum(attended, 1.0)), axis=-1)
+    covered = ops.log(ops.maximum(ops.minimum(accumulated, 1.0), COVERAGE_EPSILON))
+    if mask is not None:
+        covered = ops.where(mask, covered, 0.0)
+    return ops.sum(covered, axis=-1)
 
 
 def _backtrack(tokens, parents, history, beams):
