@@ -16,7 +16,7 @@ TORCH_STAMP := $(VENV)/.torch-installed
 OLDEST    := .venv-oldest
 OLDEST_PY := $(OLDEST)/bin/python
 
-.PHONY: test test-tf test-jax test-torch test-slow test-oldest dist lint format demo ui bench clean
+.PHONY: test test-tf test-jax test-torch test-slow test-oldest dist lint format demo ui bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -79,6 +79,13 @@ ui: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m experiments bench --out bench.json
 
+# Mutation testing of the attention maths ([tool.mutmut] in pyproject.toml; slow, not in `make test`):
+# each mutant of mechanisms/, samplers/, normalizers, losses and scores runs the tests that reach it.
+mutate: $(STAMP)
+	rm -rf mutants
+	KERAS_BACKEND=tensorflow $(ONE_THREAD) $(VENV)/bin/mutmut run
+	$(VENV)/bin/mutmut results
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -89,4 +96,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) $(OLDEST) .pytest_cache .ruff_cache .import_linter_cache build dist
+	rm -rf $(VENV) $(OLDEST) mutants .pytest_cache .ruff_cache .import_linter_cache build dist
