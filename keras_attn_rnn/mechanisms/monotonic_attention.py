@@ -185,23 +185,38 @@ def _linear_scan(a, b):
         return offset * 2, a * _shift(a, offset, 1.0), a * _shift(b, offset, 0.0) + b
 
     length = a.shape[1]
-    if length is not None:  # a static length: the rounds unrolled (JAX, PyTorch, most graphs)
+    if isinstance(length, int):  # a static length: the rounds unrolled (JAX, PyTorch, most graphs)
         offset = 1
         while offset < length:
             offset, a, b = compose(offset, a, b)
         return b
-    _, _, b = ops.while_loop(
-        lambda offset, a, b: offset < ops.shape(a)[1], compose, (ops.convert_to_tensor(1), a, b)
-    )
-    return b
+    if length is None:  # a TensorFlow graph of unknown length: as many rounds as it needs
+        _, _, b = ops.while_loop(
+            lambda offset, a, b: offset < ops.shape(a)[1],
+            compose,
+            (ops.convert_to_tensor(1), a, b),
+        )
+        return b
+    return _sequential_scan(a, b)  # a symbolic length (JAX shape inference): the same values
+
+
+def _sequential_scan(a, b):
+    """`_linear_scan`, one position at a time."""
+
+    def step(carry, inputs):
+        carry = inputs[0] * carry + inputs[1]
+        return carry, carry
+
+    _, q = ops.scan(step, ops.zeros_like(a[:, 0]), (ops.transpose(a), ops.transpose(b)))
+    return ops.transpose(q)
 
 
 def monotonic_alignments(p_choose, previous, mode):
     """tfa's `monotonic_attention(p_choose_i, previous_attention, mode)` on `(B, S)` float32.
 
     Both soft modes compute `a_i = p_i q_i` with `q_i = (1 - p_{i-1}) q_{i-1} +
-    previous_i`. `"parallel"` solves that linear recurrence with an associative
-    scan (log-depth, exact); tfa's closed form `p cumprod(1 - p) cumsum(previous /
+    previous_i`. `"parallel"` solves that linear recurrence with a parallel
+    prefix scan (log-depth, exact); tfa's closed form `p cumprod(1 - p) cumsum(previous /
     clip(cumprod(1 - p), 1e-10, 1))` loses all the mass once the cumulative
     product falls below 1e-10 (some 33 positions at `p = 0.5`, at once after a
     `p` of 1.0), and equals this one wherever it does not.
@@ -217,15 +232,4 @@ def monotonic_alignments(p_choose, previous, mode):
             [ops.ones_like(one_minus[:, :1]), ops.cumprod(one_minus, axis=-1)[:, :-1]], axis=-1
         )
         return p_choose * cumprod
-    # recursive: the same recurrence, one position at a time
-
-    def step(carry, inputs):
-        carry = inputs[0] * carry + inputs[1]
-        return carry, carry
-
-    _, q = ops.scan(
-        step,
-        ops.zeros_like(p_choose[:, 0]),
-        (ops.transpose(shifted), ops.transpose(previous)),
-    )
-    return p_choose * ops.transpose(q)
+    return p_choose * _sequential_scan(shifted, previous)  # recursive
