@@ -242,6 +242,22 @@ def test_seq2seq_with_each_mechanism_caches_generates_and_beams(name):
     assert clone.get_config() == model.get_config()
 
 
+@pytest.mark.parametrize("name", ["content", "monotonic"])
+def test_seq2seq_cache_starts_beam_coverage_where_tfa_does(name):
+    """tfa's accumulated attention starts from the initial alignments: one-hot at 0
+    for monotonic attention (whose first step reads them), none (zeros) otherwise."""
+    model = tiny_seq2seq(attention=MECHANISM_OPTIONS.get(name, {}))
+    _, _, cache = model.init_cache(SOURCE, start_id=1)
+    if name == "content":
+        assert "initial_alignments" not in cache
+        return
+    expected = np.zeros(SOURCE.shape, "float32")
+    expected[:, 0] = 1.0
+    np.testing.assert_array_equal(to_numpy(cache["initial_alignments"]), expected)
+    _, _, cache = model.next_logits(np.ones((3,), "int32"), cache)
+    np.testing.assert_array_equal(to_numpy(cache["initial_alignments"]), expected)
+
+
 def _location_kernel(model):
     (kernel,) = [w for w in model.weights if w.path.endswith("location_kernel")]
     return tuple(kernel.shape)

@@ -256,7 +256,8 @@ class Seq2Seq(AttentiveModel):
             `(logits, alignments, cache)`: float32 logits `(B, V)` of the
             first target token, float32 alignments `(B, S)` and the cache (a
             dict of tensors with the batch first: the decoder state, the
-            memory, its prepared keys and its mask).
+            memory, its prepared keys and its mask; with monotonic attention
+            also `initial_alignments`, where beam search's coverage starts).
         """
         if start_id is None:
             raise ValueError(
@@ -271,6 +272,11 @@ class Seq2Seq(AttentiveModel):
             cache = self.attention_decoder.get_initial_state(
                 memory, memory_mask=memory_mask, cell_state=states
             )
+            # Beam search's coverage starts from the attention before the first
+            # step, as tfa's: one-hot at 0 for monotonic attention, else zeros.
+            initial = cache["attention_state"][0].get("alignments")
+            if initial is not None:
+                cache["initial_alignments"] = ops.cast(initial, "float32")
         else:
             cache = {
                 "cell_state": states,
