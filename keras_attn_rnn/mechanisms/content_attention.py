@@ -47,7 +47,9 @@ class ContentAttention(Mechanism):
         Bahdanau et al., 2015; Luong et al., 2015.
     """
 
-    def __init__(self, score="additive", units=None, normalizer="softmax", **kwargs):
+    def __init__(
+        self, score="additive", units=None, normalizer="softmax", **kwargs
+    ):  # pragma: no mutate block
         scores.check_units(score, units, "query size")
         super().__init__(normalizer=normalizer, **kwargs)
         self.score = scores.serialize(score)  # config form; the layer is score_layer

@@ -45,7 +45,9 @@ class CoverageAttention(Mechanism):
         Neural Machine Translation".
     """
 
-    def __init__(self, units, use_bias=True, normalizer="softmax", **kwargs):
+    def __init__(
+        self, units, use_bias=True, normalizer="softmax", **kwargs
+    ):  # pragma: no mutate block
         _common.check_positive_int("units", units, allow_none=False)
         super().__init__(normalizer=normalizer, **kwargs)
         self.units = units

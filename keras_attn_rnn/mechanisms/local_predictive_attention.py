@@ -62,7 +62,7 @@ class LocalPredictiveAttention(Mechanism):
         position_units=None,
         normalizer="softmax",
         **kwargs,
-    ):
+    ):  # pragma: no mutate block
         scores.check_units(score, units, "query size")
         _common.check_positive_int("window", window, allow_none=False)
         _common.check_positive_int("position_units", position_units)

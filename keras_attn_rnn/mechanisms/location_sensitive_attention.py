@@ -67,7 +67,7 @@ class LocationSensitiveAttention(Mechanism):
         normalizer="softmax",
         location_features=None,
         **kwargs,
-    ):
+    ):  # pragma: no mutate block
         _common.check_positive_int("units", units, allow_none=False)
         _common.check_positive_int("filters", filters, allow_none=False)
         _common.check_positive_int("kernel_size", kernel_size, allow_none=False)

@@ -32,7 +32,7 @@ class Mechanism(keras.layers.Layer):
             function `(scores, axis) -> weights`.
     """
 
-    def __init__(self, normalizer="softmax", **kwargs):
+    def __init__(self, normalizer="softmax", **kwargs):  # pragma: no mutate block
         self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
         self.normalizer = normalizer

@@ -72,7 +72,7 @@ class MonotonicAttention(Mechanism):
         score_bias_init=0.0,
         seed=None,
         **kwargs,
-    ):
+    ):  # pragma: no mutate block
         scores.check_units(score, units, "query size")
         if mode not in MODES:
             raise ValueError(
