@@ -256,6 +256,15 @@ class ResilientTracker(Tracker):
                 file=sys.stderr,
             )
             return False
+        bad = self.spool.read().bad
+        if bad:
+            print(
+                f"warning: {len(bad)} spooled record(s) of run {self.run_id} are unreadable "
+                f"and were not uploaded; see {self.spool.quarantine(bad)}, then run `python -m "
+                f"experiments sync {self.run_id} --skip-bad`",
+                file=sys.stderr,
+            )
+            return False
         self.spool.clear()
         return True
 

@@ -3,10 +3,19 @@
 The spool lives in the run's checkpoint folder (`<checkpoint_dir>/spool`, see
 `spool`); the folder is found from the run's `checkpoint_dir` tag, or given
 explicitly. Uploading is idempotent: run it as often as you like.
+
+Lines of the journal that are not usable records are never uploaded and
+never deleted: they are listed in `spool/quarantine.jsonl`, the spool is
+kept, and the result says so (`sync` exits 1). `skip_bad=True` (`sync
+--skip-bad`) is the user's explicit decision to drop them from the spool:
+the usable records are uploaded, the quarantine file is moved beside the
+spool (`spool-skipped-<time>.jsonl`), and the spool is removed.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
@@ -29,8 +38,21 @@ def spool_folder(client, run_id: str, checkpoint_dir: str | None) -> Path:
     return Path(checkpoint_dir) / spool_lib.SPOOL_DIR
 
 
-def sync_run(run_id: str, checkpoint_dir: str | None = None, echo=None) -> tuple[int, int]:
-    """Upload the spool of `run_id`; return (records uploaded, records left).
+@dataclass
+class SyncResult:
+    """What `sync_run` did: records uploaded, usable records left, unusable lines and their file."""
+
+    uploaded: int = 0
+    left: int = 0
+    bad: int = 0
+    bad_file: Path | None = None  # quarantine.jsonl, or the skipped file after skip_bad
+    skipped: bool = False
+
+
+def sync_run(
+    run_id: str, checkpoint_dir: str | None = None, echo=None, skip_bad: bool = False
+) -> SyncResult:
+    """Upload the spool of `run_id` (see the module docstring on unusable lines).
 
     `echo(line)` is told about each uploaded record.
     """
@@ -41,7 +63,7 @@ def sync_run(run_id: str, checkpoint_dir: str | None = None, echo=None) -> tuple
     client = store.connect()
     spool = spool_lib.Spool(spool_folder(client, run_id, checkpoint_dir))
     if not spool.exists():
-        return 0, 0
+        return SyncResult()
     status = client.get_run(run_id).info.status
 
     def log_model(path: Path, card: dict) -> dict[str, str]:
@@ -52,9 +74,18 @@ def sync_run(run_id: str, checkpoint_dir: str | None = None, echo=None) -> tuple
             client.set_terminated(run_id, status)  # start_run reopened it; restore
         return tags
 
-    count = spool_lib.replay(spool, client, run_id, log_model=log_model, echo=echo)
-    left = len(spool.pending())
+    result = SyncResult(spool_lib.replay(spool, client, run_id, log_model=log_model, echo=echo))
     spool.close()
-    if not left:
-        spool.clear()
-    return count, left
+    result.left = len(spool.pending())
+    bad = spool.read().bad
+    result.bad = len(bad)
+    if bad:
+        result.bad_file = spool.quarantine(bad)
+    if result.left or (bad and not skip_bad):
+        return result
+    if bad:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        result.bad_file = spool.folder.with_name(f"{spool_lib.SPOOL_DIR}-skipped-{stamp}.jsonl")
+        result.skipped = True
+    spool.clear(keep_bad=result.bad_file if bad else None)
+    return result
