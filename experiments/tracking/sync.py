@@ -21,21 +21,29 @@ from pathlib import Path
 import mlflow
 
 from experiments.errors import ConfigError
-from experiments.tracking import resilient, store
+from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 
 
 def spool_folder(client, run_id: str, checkpoint_dir: str | None) -> Path:
-    """The run's spool folder (which may not exist when nothing was spooled)."""
+    """The run's spool folder (which may not exist when nothing was spooled).
+
+    The checkpoint folder, given or from the run's `checkpoint_dir` tag, must
+    be that run's (`run_folder.verify`).
+    """
+    source = "--checkpoint-dir"
     if checkpoint_dir is None:
         run = store.get_run(client, run_id)
         checkpoint_dir = run.data.tags.get("checkpoint_dir")
+        source = f"run {run_id}'s checkpoint_dir tag"
         if not checkpoint_dir:
             raise ConfigError(
                 f"run_id: run {run_id} has no checkpoint_dir tag; pass --checkpoint-dir"
             )
-    return Path(checkpoint_dir) / spool_lib.SPOOL_DIR
+    else:
+        checkpoint_dir = Path(checkpoint_dir).resolve()
+    return run_folder.verify(Path(checkpoint_dir), run_id, source) / spool_lib.SPOOL_DIR
 
 
 @dataclass
@@ -64,6 +72,14 @@ def sync_run(
     spool = spool_lib.Spool(spool_folder(client, run_id, checkpoint_dir))
     if not spool.exists():
         return SyncResult()
+    lock = run_lock.acquire(spool.folder.parent, run_id, "sync its spool")
+    try:
+        return _sync(client, run_id, spool, echo, skip_bad)
+    finally:
+        lock.release()
+
+
+def _sync(client, run_id: str, spool: spool_lib.Spool, echo, skip_bad: bool) -> SyncResult:
     status = client.get_run(run_id).info.status
 
     def log_model(path: Path, card: dict) -> dict[str, str]:

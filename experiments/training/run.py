@@ -21,7 +21,7 @@ from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.errors import ConfigError
 from experiments.tasks import Task, build_task, lengths
-from experiments.tracking import resilient, store
+from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
@@ -119,14 +119,39 @@ def execute(
             nested=parent_run_id is not None,
             log_system_metrics=cfg.tracking.system_metrics,
         )
+        run_id = run.info.run_id
+        folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        try:
+            lock = _own(folder, run_id)
+        except BaseException:
+            mlflow.end_run("FAILED")
+            raise
     else:
-        run = mlflow.start_run(
-            run_id=resume_run_id,
-            nested=mlflow.active_run() is not None,
-            log_system_metrics=cfg.tracking.system_metrics,
-        )
-    run_id = run.info.run_id
-    folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        run_id = resume_run_id
+        folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        lock = _own(folder, run_id)  # before the run is reopened: another process may own it
+        try:
+            mlflow.start_run(
+                run_id=resume_run_id,
+                nested=mlflow.active_run() is not None,
+                log_system_metrics=cfg.tracking.system_metrics,
+            )
+        except BaseException:
+            lock.release()
+            raise
+    try:
+        return _execute(cfg, task, train, client, run_id, folder, resume_run_id)
+    finally:
+        lock.release()
+
+
+def _own(folder: Path, run_id: str) -> run_lock.RunLock:
+    """Mark `folder` as run `run_id`'s and lock it for this process (see `run_lock`)."""
+    run_folder.claim(folder, run_id)
+    return run_lock.acquire(folder, run_id, "train it")
+
+
+def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id) -> str:
     tracker = resilient.ResilientTracker(client, run_id, folder)  # retries, then spools
     policy = keras.config.dtype_policy()
     status = "FAILED"
