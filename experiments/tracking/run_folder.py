@@ -30,10 +30,10 @@ def owner(folder: Path) -> str | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorruptData(f"{path}: unreadable ({err}); it should hold {{\"run_id\": ...}}") from None
+        raise CorruptData(f'{path}: unreadable ({err}); it should hold {{"run_id": ...}}') from None
     run_id = data.get("run_id") if isinstance(data, dict) else None
     if not isinstance(run_id, str):
-        raise CorruptData(f"{path}: no run_id in it; it should hold {{\"run_id\": ...}}")
+        raise CorruptData(f'{path}: no run_id in it; it should hold {{"run_id": ...}}')
     return run_id
 
 
