@@ -47,6 +47,10 @@ class RunLocked(Exception):
     """Another live process owns the run (writes its checkpoints and spool) (exit 4)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: handled exactly like Ctrl+C (a run ends KILLED, resumable) (exit 143)."""
+
+
 class Offline(Exception):
     """Internal to tracking: the server did not answer after retries (the call is spooled)."""
 
@@ -62,6 +66,7 @@ EXIT_CONFIG = 2
 EXIT_TRACKING_UNAVAILABLE = 3
 EXIT_RUN_FAILED = 1
 EXIT_LOCKED = 4
+EXIT_TERMINATED = 128 + 15  # what a shell reports for a process ended by SIGTERM
 
 EXITS: dict[type[Exception], Exit] = {
     ConfigError: Exit(EXIT_CONFIG, "error"),

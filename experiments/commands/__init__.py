@@ -3,13 +3,18 @@
 Each command is one module of this package with `add_parser(subparsers)`,
 which adds its parser and sets `handler=<function(args) -> int>`; `COMMANDS`
 lists them, in the order `--help` shows them. Errors of the runner become
-exit codes through `errors.EXITS`.
+exit codes through `errors.EXITS`. SIGTERM is handled like Ctrl+C: it raises
+`errors.Terminated` (a `KeyboardInterrupt`) in the main thread, once (a second
+SIGTERM while the command winds down is ignored), and `main` returns 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 
 from experiments import errors
 from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
@@ -33,8 +38,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args) or 0
+        with sigterm_as_interrupt():
+            return args.handler(args) or 0
     except tuple(errors.EXITS) as err:
         exit_ = errors.exit_for(err)
         print(f"{exit_.prefix}: {err}", file=sys.stderr)
         return exit_.code
+    except errors.Terminated:
+        print("stopped by SIGTERM", file=sys.stderr)
+        return errors.EXIT_TERMINATED
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While inside, the first SIGTERM raises `errors.Terminated`; later ones are ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+
+    def handler(signum, frame):
+        if not received:
+            received.append(signum)
+            raise errors.Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
-from experiments.errors import ConfigError
+from experiments.errors import ConfigError, Terminated
 from experiments.tasks import Task, build_task, lengths
 from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
@@ -160,13 +161,25 @@ def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id)
             _log_start(tracker, cfg, task, folder)
         train(cfg, task, tracker, folder)
         status = "FINISHED"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         status = "KILLED"
+        _tag_killed(tracker, run_id, err)
         raise
     finally:
         keras.config.set_dtype_policy(policy)
         resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
     return run_id
+
+
+def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
+    """Say on the run what stopped it and how to continue (the checkpoint is kept)."""
+    how = "SIGTERM" if isinstance(err, Terminated) else "SIGINT (Ctrl+C)"
+    try:
+        tracker.set_tags(
+            {"killed_by": how, "resume_with": f"python -m experiments resume {run_id}"}
+        )
+    except Exception as failure:  # noqa: BLE001 - the run must still end KILLED
+        print(f"warning: could not tag run {run_id} as killed: {failure!r}", file=sys.stderr)
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
