@@ -29,11 +29,13 @@ def resume_run(run_id: str) -> str:
     if not tag:
         raise ConfigError(f"run_id: run {run_id} has no checkpoint_dir tag; nothing to resume")
     folder = run_folder.verify(Path(tag), run_id, f"run {run_id}'s checkpoint_dir tag")
-    if checkpoints.load_state(folder) is None:
+    state = checkpoints.load_state(folder)
+    if state is None:
         raise CorruptData(
             f"run {run_id} has no checkpoint to resume from: {folder / 'state.json'} is "
             "missing, so resuming would train again from epoch 1 into the same run. Start a "
             "new run instead (`python -m experiments run CONFIG`)"
         )
+    checkpoints.verify(folder, state, run_id)  # before the run is reopened
     prepared = run.prepare(cfg)
     return run.execute(prepared, resume_run_id=run_id, checkpoint_folder=folder)

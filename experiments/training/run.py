@@ -20,7 +20,7 @@ import numpy as np
 
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
-from experiments.errors import ConfigError, Terminated
+from experiments.errors import ConfigError, CorruptData, StorageError, Terminated
 from experiments.tasks import Task, build_task, lengths
 from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
@@ -165,10 +165,21 @@ def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id)
         status = "KILLED"
         _tag_killed(tracker, run_id, err)
         raise
+    except (CorruptData, StorageError) as err:
+        _tag_failure(tracker, run_id, str(err))
+        raise
     finally:
         keras.config.set_dtype_policy(policy)
         resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
     return run_id
+
+
+def _tag_failure(tracker, run_id: str, reason: str) -> None:
+    """The run's `failure_reason` tag (spooled when the server is away; never raises)."""
+    try:
+        tracker.set_tags({"failure_reason": reason})
+    except Exception as failure:  # noqa: BLE001 - the run must still end FAILED
+        print(f"warning: could not tag run {run_id}: {failure!r}", file=sys.stderr)
 
 
 def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
@@ -232,7 +243,7 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
     state = checkpoints.load_state(folder)
     initial_epoch = 0
     if state is not None:
-        checkpoints.restore(folder, trained, state)
+        checkpoints.restore(folder, trained, state, tracker.run_id)
         initial_epoch = state["epoch"] + 1  # also the 1-based step of the checkpointed epoch
         if initial_epoch not in tracker.logged_steps("loss"):
             # Interrupted between checkpoint and logging: log that epoch now, once.
