@@ -310,7 +310,7 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     }
     if not per_bucket:
         return
-    tracker.log_metrics(
+    tracker.log_metrics_once(
         {
             f"test_{metric}_{name}": value
             for name, results in per_bucket.items()
@@ -331,7 +331,7 @@ def _finish(model, cfg, task, tracker) -> None:
     last_step = max(tracker.logged_steps("loss") or {0})
     test = task.test.take(slice(0, cfg.train.eval_examples))
     results = kind.evaluate(model, task, test)
-    tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
+    tracker.log_metrics_once({f"test_{k}": v for k, v in results.items()}, last_step)
     _log_length_generalisation(model, cfg, task, tracker, last_step)
     cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=last_step)
     artifacts = kind.final_artifacts(model, task, test)
