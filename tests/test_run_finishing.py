@@ -70,11 +70,12 @@ def test_ctrl_c_while_logging_the_model_then_resume_logs_everything_once(tmp_pat
 
 
 HOLDER = r"""
-import sys
-from experiments.tracking import run_lock
-lock = run_lock.acquire(sys.argv[1], sys.argv[2], "test")
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
+os.write(fd, f"{os.getpid()}\n".encode())
 print("locked", flush=True)
-sys.stdin.read()
+sys.stdin.read()  # until the test closes stdin
 """
 
 

@@ -99,9 +99,10 @@ def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
 
 
 HOLDER = r"""
-import sys
-from experiments.tracking import run_lock
-lock = run_lock.acquire(sys.argv[1], sys.argv[2], "test")
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
+os.write(fd, f"{os.getpid()}\n".encode())
 print("locked", flush=True)
 sys.stdin.read()  # until the test closes stdin
 """
