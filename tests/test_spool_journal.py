@@ -68,6 +68,45 @@ def test_a_short_write_fails_loudly_and_never_tears_the_next_record(tmp_path):
     assert reading.bad == []  # the failed record left nothing behind
 
 
+FULL_DISK_IMAGE = r"""
+import resource, sys
+import numpy as np
+from experiments.tracking import resilient
+
+class Down:
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            raise ConnectionError("server down")
+        return call
+
+tracker = resilient.ResilientTracker(Down(), "r" * 32, sys.argv[1], resilient.Link(attempts=1))
+tracker.log_metrics({"loss": 1.0}, 1)
+tracker.spool.sync()
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))
+try:
+    tracker.log_image(np.zeros((256, 256, 3), "uint8"), "attention_probe_0", 1)  # 196 KB
+except Exception as err:
+    print("raised", type(err).__name__, err)
+"""
+
+
+def test_a_full_disk_under_the_spool_is_one_clear_error_and_loses_nothing(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_IMAGE, str(tmp_path / "ck")],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("raised StorageError"), done.stdout
+    assert "requested and" not in done.stdout.split("(")[0]  # numpy's message only as the cause
+    assert str(tmp_path / "ck" / "spool") in done.stdout and "Free space" in done.stdout
+    spool = spool_lib.Spool(tmp_path / "ck" / "spool")
+    assert [r["op"] for r in spool.records()] == ["metrics"]  # what was safe stays safe
+    assert list((spool.folder / "files").iterdir()) == []  # no partial file left behind
+
+
 def test_records_are_framed_and_damage_is_found_anywhere(tmp_path):
     spool = spool_lib.Spool(tmp_path / "spool")
     for step in range(3):

@@ -33,7 +33,7 @@ import pandas as pd
 import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
-from experiments.errors import Offline
+from experiments.errors import Offline, StorageError
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient
@@ -131,9 +131,7 @@ class SpoolingClient:
 
     def _spool_bytes(self, artifact_path: str, write, op: str = "artifact") -> None:
         """Spool a file that `write(path)` writes, to be uploaded as `artifact_path`."""
-        tmp, final = self._spool.new_file(Path(artifact_path).name)
-        write(tmp)
-        name = self._spool.commit_file(tmp, final)
+        name = self._spool.write_file(Path(artifact_path).name, write)
         self._spool.append({"op": op, "file": name, "path": artifact_path})
 
     def log_text(self, run_id, text, artifact_file):
@@ -177,10 +175,12 @@ class SpoolingClient:
             **kwargs,
         ):
             return
-        tmp, final = self._spool.new_file(f"{key}-{step}.npy")
-        with open(tmp, "wb") as handle:
-            np.save(handle, np.asarray(image), allow_pickle=False)
-        name = self._spool.commit_file(tmp, final)
+
+        def write(path: Path) -> None:
+            with open(path, "wb") as handle:
+                np.save(handle, np.asarray(image), allow_pickle=False)
+
+        name = self._spool.write_file(f"{key}-{step}.npy", write)
         record = {"op": "image", "file": name, "key": key, "step": step, "timestamp": timestamp}
         self._spool.append(record)
 
@@ -222,9 +222,7 @@ class ResilientTracker(Tracker):
             return self.link.call(super().log_model, model, card)
         except Offline:
             pass
-        tmp, final = self.spool.new_file("model.keras")  # tmp keeps the .keras suffix
-        model.save(tmp)
-        name = self.spool.commit_file(tmp, final)
+        name = self.spool.write_file("model.keras", model.save)  # the tmp keeps .keras
         self.spool.append({"op": "model", "file": name, "card": card})
         return {tag: SPOOLED_MODEL_URI for tag in spool_lib.MODEL_TAGS}
 
@@ -303,7 +301,11 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
         tracker.link.offline_until = 0.0
         tracker.link.call(tracker.raw_client.set_terminated, tracker.run_id, status, end_time)
     except Offline:
-        tracker.spool.append({"op": "status", "status": status, "end_time": end_time})
+        try:
+            tracker.spool.append({"op": "status", "status": status, "end_time": end_time})
+        except StorageError as err:  # keep the error that ended the run, if any
+            print(f"warning: the final status {status} was not spooled: {err}", file=sys.stderr)
+            return
         print(
             f"warning: run {tracker.run_id} ended {status} while the tracking server was "
             f"unreachable; run `python -m experiments sync {tracker.run_id}` to upload",

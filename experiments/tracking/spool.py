@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
-from experiments.errors import CorruptData
+from experiments.errors import CorruptData, StorageError
 from experiments.tracking import journal as journal_lib
 from experiments.tracking import spool_records
 
@@ -119,6 +119,26 @@ class Spool:
             self._file_count += 1
             final.with_name(".tmp-" + final.name).touch()  # claims the name
         return final.with_name(".tmp-" + final.name), final
+
+    def write_file(self, name: str, write) -> str:
+        """Spool a file that `write(path)` writes; return its final name for the record.
+
+        A write that fails (a full disk: numpy's "requested and written", ENOSPC)
+        removes the partial file and raises `StorageError` naming the spool.
+        """
+        tmp = None
+        try:
+            tmp, final = self.new_file(name)
+            write(tmp)
+            return self.commit_file(tmp, final)
+        except OSError as err:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise StorageError(
+                f"cannot spool {name!r} into {self.folder} ({err}); the records spooled so far "
+                "and the last checkpoint are kept. Free space there, then resume the run",
+                self.folder,
+            ) from err
 
     @staticmethod
     def commit_file(tmp: Path, final: Path) -> str:
