@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import mlflow
 import pytest
@@ -13,6 +14,7 @@ from experiments_helpers import migrated_store
 from scaleout_helpers import child_env
 
 from experiments.commands import main
+from experiments.tracking import resilient
 from experiments.tracking import spool as spool_lib
 
 
@@ -199,3 +201,39 @@ def test_a_record_naming_a_file_outside_the_spool_is_never_uploaded(store, tmp_p
     assert client.list_artifacts(run_id) == []
     with pytest.raises(Exception, match="not a plain file name"):
         spool.file(escape)
+
+
+class Slow:
+    """An MlflowClient whose every call succeeds, `delay` seconds late."""
+
+    def __init__(self, client, delay: float):
+        self.client, self.delay, self.calls = client, delay, []
+
+    def __getattr__(self, name):
+        target = getattr(self.client, name)
+
+        def call(*args, **kwargs):
+            self.calls.append(name)
+            time.sleep(self.delay)
+            return target(*args, **kwargs)
+
+        return call
+
+
+def test_a_slow_server_costs_the_run_at_most_its_time_budget_then_spools(store, monkeypatch):
+    client, run_id, folder = store
+    monkeypatch.setenv("ATTN_RNN_TRACKING_BUDGET", "1")
+    slow = Slow(client, delay=0.3)
+    tracker = resilient.ResilientTracker(slow, run_id, folder / "ck", resilient.Link(cooldown=60))
+    tracker.set_tags({"a": 1, "b": 2, "c": 3})
+    assert slow.calls == ["log_batch"]  # three tags, one request
+    started = time.monotonic()
+    for step in range(1, 21):
+        tracker.log_metrics({"loss": 1.0 / step}, step)
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.5, f"20 slow calls took {elapsed:.1f} s"  # 6 s without a budget
+    assert tracker.spool.pending()  # the rest waits in the spool
+    slow.delay = 0.0
+    assert tracker.flush()
+    assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == list(range(1, 21))
+    assert client.get_run(run_id).data.tags["c"] == "3"

@@ -21,6 +21,7 @@ place).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -38,49 +39,107 @@ from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient
 
+DEFAULT_BUDGET_SECONDS = 15.0
 SPOOLED_MODEL_URI = "spooled: run `python -m experiments sync RUN_ID` to upload"
 
 
 class Link:
-    """Calls with retries and exponential backoff, then an offline cool-down.
+    """Calls with retries and exponential backoff, a time budget, then an offline cool-down.
 
     Args:
         attempts: tries per call while online.
         backoff: first pause in seconds; doubled after each failed try.
         cooldown: seconds during which calls fail at once after a call ran
-            out of tries (training is not slowed down by a dead server).
+            out of tries or the budget ran out (training is not slowed down
+            by a dead or crawling server).
+        budget: seconds the run may spend waiting on the server per
+            `window` seconds (successful calls included; default
+            `ATTN_RNN_TRACKING_BUDGET`, else 15). A call retries only while
+            the budget lasts; once spent, the link goes offline for
+            `cooldown` and calls are spooled, so a slow server costs a run
+            at most about `budget` per `window` (plus one HTTP timeout).
     """
 
-    def __init__(self, attempts: int = 3, backoff: float = 0.5, cooldown: float = 20.0):
+    window = 60.0
+
+    def __init__(
+        self,
+        attempts: int = 3,
+        backoff: float = 0.5,
+        cooldown: float = 20.0,
+        budget: float | None = None,
+    ):
         self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
+        if budget is None:
+            budget = float(os.environ.get("ATTN_RNN_TRACKING_BUDGET", DEFAULT_BUDGET_SECONDS))
+        self.budget = budget
         self.offline_until = 0.0
         self.warned = False
+        self._spent: list[tuple[float, float]] = []  # (when, seconds) of calls in the window
+        self._untimed = False
 
     def call(self, fn, *args, **kwargs):
         if time.monotonic() < self.offline_until:
             raise Offline("tracking server marked offline")
         last = None
         for attempt in range(self.attempts):
+            started = time.monotonic()
             try:
                 result = fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - filtered by is_transient
+                self._spend(started)
                 if not is_transient(err):
                     raise
                 last = err
+                if self._left() <= 0:
+                    break
                 if attempt + 1 < self.attempts:
-                    time.sleep(self.backoff * 2**attempt)
+                    time.sleep(min(self.backoff * 2**attempt, self._left()))
                 continue
-            self.offline_until = 0.0
+            self._spend(started)
+            if self._left() <= 0:
+                self._go_offline(f"slow: {self._spent_seconds():.0f} s in {self.window:g} s")
+            else:
+                self.offline_until = 0.0
             return result
+        self._go_offline(type(last).__name__)
+        raise Offline(str(last)) from last
+
+    def untimed(self, fn, *args, **kwargs):
+        """`call` for work that is slow by nature (logging a model, uploading the spool):
+        retried the same way, but outside the time budget."""
+        self._untimed = True
+        try:
+            return self.call(fn, *args, **kwargs)
+        finally:
+            self._untimed = False
+
+    def _spend(self, started: float) -> None:
+        if self._untimed:
+            return
+        now = time.monotonic()
+        self._spent.append((now, now - started))
+        while self._spent and self._spent[0][0] < now - self.window:
+            self._spent.pop(0)
+
+    def _spent_seconds(self) -> float:
+        return sum(seconds for _, seconds in self._spent)
+
+    def _left(self) -> float:
+        if self._untimed:
+            return float("inf")
+        return self.budget - self._spent_seconds()
+
+    def _go_offline(self, why: str) -> None:
         self.offline_until = time.monotonic() + self.cooldown
+        self._spent = []  # a fresh budget once the cool-down is over
         if not self.warned:
             self.warned = True
             print(
-                f"warning: MLflow tracking server not answering ({type(last).__name__}); "
+                f"warning: MLflow tracking server not answering ({why}); "
                 "logging to the local spool and continuing",
                 file=sys.stderr,
             )
-        raise Offline(str(last)) from last
 
 
 # --- the spooling client ----------------------------------------------------------
@@ -219,7 +278,7 @@ class ResilientTracker(Tracker):
     def log_model(self, model, card: dict) -> dict[str, str]:
         """Log both models; offline, spool the `.keras` file with the card (JSON, in the record)."""
         try:
-            return self.link.call(super().log_model, model, card)
+            return self.link.untimed(super().log_model, model, card)
         except Offline:
             pass
         name = self.spool.write_file("model.keras", model.save)  # the tmp keeps .keras
@@ -236,7 +295,7 @@ class ResilientTracker(Tracker):
             return True
         self.link.offline_until = 0.0
         try:
-            self.link.call(
+            self.link.untimed(
                 spool_lib.replay,
                 self.spool,
                 self.raw_client,

@@ -12,7 +12,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
-from mlflow.entities import Metric, Param
+from mlflow.entities import Metric, Param, RunTag
 
 from experiments import config as config_lib
 from experiments.tracking import finishing, model_logging
@@ -61,8 +61,10 @@ class Tracker:
             self.client.log_batch(self.run_id, params=items[start : start + 100])
 
     def set_tags(self, tags: dict) -> None:
-        for key, value in tags.items():
-            self.client.set_tag(self.run_id, key, str(value))
+        """All tags in batched calls (one request per 100), not one request per tag."""
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        for start in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, tags=items[start : start + 100])
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         now = int(time.time() * 1000)
