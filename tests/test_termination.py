@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def test_sigterm_on_ui_stops_the_mlflow_ui_and_its_workers(tmp_path):
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its group: what an old `ui` left behind is found there
         )
     children: list[psutil.Process] = []
     try:
@@ -85,9 +87,9 @@ def test_sigterm_on_ui_stops_the_mlflow_ui_and_its_workers(tmp_path):
         assert not _listening(port)
         assert proc.returncode == 143
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         for child in children:
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
