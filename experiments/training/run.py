@@ -121,7 +121,7 @@ def execute(
             log_system_metrics=cfg.tracking.system_metrics,
         )
         run_id = run.info.run_id
-        folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        folder = Path(checkpoint_folder or store.checkpoint_root(cfg) / run_id).absolute()
         try:
             lock = _own(folder, run_id)
         except BaseException:
@@ -129,7 +129,7 @@ def execute(
             raise
     else:
         run_id = resume_run_id
-        folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        folder = Path(checkpoint_folder or store.checkpoint_root(cfg) / run_id).absolute()
         lock = _own(folder, run_id)  # before the run is reopened: another process may own it
         try:
             mlflow.start_run(
