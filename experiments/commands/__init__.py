@@ -11,12 +11,9 @@ SIGTERM while the command winds down is ignored), and `main` returns 143.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-import threading
 
-from experiments import errors
+from experiments import errors, interrupts
 from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
 
 COMMANDS = (run, sweep, resume, ui, listing, bench, sync, export)
@@ -38,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
     args = build_parser().parse_args(argv)
     try:
-        with sigterm_as_interrupt():
+        with interrupts.sigterm_as_interrupt():
             return args.handler(args) or 0
     except tuple(errors.EXITS) as err:
         exit_ = errors.exit_for(err)
@@ -47,23 +44,3 @@ def main(argv: list[str] | None = None) -> int:
     except errors.Terminated:
         print("stopped by SIGTERM", file=sys.stderr)
         return errors.EXIT_TERMINATED
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """While inside, the first SIGTERM raises `errors.Terminated`; later ones are ignored."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-
-    def handler(signum, frame):
-        if not received:
-            received.append(signum)
-            raise errors.Terminated("SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -19,6 +19,7 @@ import mlflow
 import numpy as np
 
 from experiments import config as config_lib
+from experiments import interrupts
 from experiments.config import ExperimentConfig
 from experiments.errors import ConfigError, CorruptData, StorageError, Terminated
 from experiments.tasks import Task, build_task, lengths
@@ -170,7 +171,8 @@ def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id)
         raise
     finally:
         keras.config.set_dtype_policy(policy)
-        resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
+        with interrupts.deferred():  # a SIGTERM now waits until the run has ended
+            resilient.end_run(tracker, status)  # uploads the spool, stops the artifact thread
     return run_id
 
 
