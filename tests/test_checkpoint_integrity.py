@@ -91,5 +91,6 @@ def test_resume_refuses_a_damaged_checkpoint_and_leaves_the_run_as_it_was(
     assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
     err = capsys.readouterr().err
     assert "is damaged" in err and "Traceback" not in err
-    assert mlflow.MlflowClient(uri).get_run(run_id).info.status == "KILLED"
+    run = mlflow.MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "KILLED" and "is damaged" in run.data.tags["failure_reason"]
     assert mlflow.MlflowClient(uri).get_metric_history(run_id, "loss") == []

@@ -94,7 +94,8 @@ def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
     err = capsys.readouterr().err
     assert "state.json" in err and "is missing" in err and "new run" in err
     assert client.get_metric_history(run_id, "loss") == []  # no epoch 1 again
-    assert client.get_run(run_id).info.status == "KILLED"
+    run = client.get_run(run_id)
+    assert run.info.status == "KILLED" and "state.json" in run.data.tags["failure_reason"]
     assert len(runs(mlflow.get_tracking_uri())) == 1
 
 

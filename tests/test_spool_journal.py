@@ -172,6 +172,7 @@ def test_unreadable_records_are_kept_reported_and_skipped_only_when_asked(store,
     assert "metrics" in quarantined[1]["reason"]  # a malformed record: no TypeError
     steps = sorted(m.step for m in client.get_metric_history(run_id, "loss"))
     assert steps == [1, 2] and client.get_run(run_id).data.tags["k"] == "v"
+    assert "2 unreadable record(s)" in client.get_run(run_id).data.tags["spool_quarantine"]
 
     assert main(["sync", run_id, "--checkpoint-dir", ck]) == 1  # still refused, nothing twice
     assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == [1, 2]

@@ -97,6 +97,10 @@ def _sync(client, run_id: str, spool: spool_lib.Spool, echo, skip_bad: bool) -> 
     result.bad = len(bad)
     if bad:
         result.bad_file = spool.quarantine(bad)
+        if not skip_bad:
+            client.set_tag(
+                run_id, "spool_quarantine", f"{len(bad)} unreadable record(s): {result.bad_file}"
+            )
     if result.left or (bad and not skip_bad):
         return result
     if bad:

@@ -28,6 +28,17 @@ def resume_run(run_id: str) -> str:
     tag = found.data.tags.get("checkpoint_dir")
     if not tag:
         raise ConfigError(f"run_id: run {run_id} has no checkpoint_dir tag; nothing to resume")
+    try:
+        folder = _checked_folder(run_id, tag)
+    except CorruptData as err:
+        client.set_tag(run_id, "failure_reason", f"resume refused: {err}")  # status unchanged
+        raise
+    prepared = run.prepare(cfg)
+    return run.execute(prepared, resume_run_id=run_id, checkpoint_folder=folder)
+
+
+def _checked_folder(run_id: str, tag: str) -> Path:
+    """The run's checkpoint folder, if it is the run's and holds an intact checkpoint."""
     folder = run_folder.verify(Path(tag), run_id, f"run {run_id}'s checkpoint_dir tag")
     state = checkpoints.load_state(folder)
     if state is None:
@@ -37,5 +48,4 @@ def resume_run(run_id: str) -> str:
             "new run instead (`python -m experiments run CONFIG`)"
         )
     checkpoints.verify(folder, state, run_id)  # before the run is reopened
-    prepared = run.prepare(cfg)
-    return run.execute(prepared, resume_run_id=run_id, checkpoint_folder=folder)
+    return folder
