@@ -224,7 +224,7 @@ class Slow:
 def test_a_slow_server_costs_the_run_at_most_its_time_budget_then_spools(store, monkeypatch):
     client, run_id, folder = store
     monkeypatch.setenv("ATTN_RNN_TRACKING_BUDGET", "1")
-    slow = Slow(client, delay=0.3)
+    slow = Slow(client, delay=0.5)
     tracker = resilient.ResilientTracker(slow, run_id, folder / "ck", resilient.Link(cooldown=60))
     tracker.set_tags({"a": 1, "b": 2, "c": 3})
     assert slow.calls == ["log_batch"]  # three tags, one request
@@ -232,7 +232,7 @@ def test_a_slow_server_costs_the_run_at_most_its_time_budget_then_spools(store, 
     for step in range(1, 21):
         tracker.log_metrics({"loss": 1.0 / step}, step)
     elapsed = time.monotonic() - started
-    assert elapsed < 2.5, f"20 slow calls took {elapsed:.1f} s"  # 6 s without a budget
+    assert elapsed < 5, f"20 slow calls took {elapsed:.1f} s"  # 10 s without a budget
     assert tracker.spool.pending()  # the rest waits in the spool
     slow.delay = 0.0
     assert tracker.flush()
