@@ -27,6 +27,30 @@ class NonFiniteLoss(RunFailed):
     """The training loss became NaN or infinite."""
 
 
+class StorageError(RunFailed):
+    """A local file the run keeps (spool, checkpoint) cannot be written whole, e.g. a full disk."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
+
+
+class JournalWriteError(StorageError):
+    """A record could not be appended whole to a journal (the file is left as it was)."""
+
+
+class CorruptData(Exception):
+    """A checkpoint or spool on disk is damaged, belongs to another run, or is not ours (exit 1)."""
+
+
+class RunLocked(Exception):
+    """Another live process owns the run (writes its checkpoints and spool) (exit 4)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: handled exactly like Ctrl+C (a run ends KILLED, resumable) (exit 143)."""
+
+
 class Offline(Exception):
     """Internal to tracking: the server did not answer after retries (the call is spooled)."""
 
@@ -41,11 +65,15 @@ class Exit(NamedTuple):
 EXIT_CONFIG = 2
 EXIT_TRACKING_UNAVAILABLE = 3
 EXIT_RUN_FAILED = 1
+EXIT_LOCKED = 4
+EXIT_TERMINATED = 128 + 15  # what a shell reports for a process ended by SIGTERM
 
 EXITS: dict[type[Exception], Exit] = {
     ConfigError: Exit(EXIT_CONFIG, "error"),
     TrackingUnavailable: Exit(EXIT_TRACKING_UNAVAILABLE, "error"),
     RunFailed: Exit(EXIT_RUN_FAILED, "error: run failed"),
+    CorruptData: Exit(EXIT_RUN_FAILED, "error"),
+    RunLocked: Exit(EXIT_LOCKED, "error"),
 }
 
 

@@ -113,7 +113,8 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path):
     for key, got in system.items():
         assert len(got) == len(set(got)), (key, got)
     # Only the final, complete checkpoint is left; no half-written folder.
-    assert sorted(p.name for p in run_dir.iterdir()) == [f"epoch-{EPOCHS - 1:04d}", "state.json"]
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert files == [f"epoch-{EPOCHS - 1:04d}", "run.json", "run.lock", "state.json"]
     (ref_dir,) = ref_ck.iterdir()
     name = f"epoch-{EPOCHS - 1:04d}/model.weights.h5"
     expected_weights, got_weights = _weights(ref_dir / name), _weights(run_dir / name)

@@ -144,6 +144,8 @@ def test_outage_spools_then_sync_uploads_exactly_once(remote, tmp_path, monkeypa
     assert not (run_dir / "spool").exists()
 
 
+_LINK_INIT = resilient.Link.__init__
+
+
 def _fast_link(self, attempts=2, backoff=0.1, cooldown=60.0):
-    self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
-    self.offline_until, self.warned = 0.0, False
+    _LINK_INIT(self, attempts, backoff, cooldown)

@@ -3,7 +3,9 @@
 Each command is one module of this package with `add_parser(subparsers)`,
 which adds its parser and sets `handler=<function(args) -> int>`; `COMMANDS`
 lists them, in the order `--help` shows them. Errors of the runner become
-exit codes through `errors.EXITS`.
+exit codes through `errors.EXITS`. SIGTERM is handled like Ctrl+C: it raises
+`errors.Terminated` (a `KeyboardInterrupt`) in the main thread, once (a second
+SIGTERM while the command winds down is ignored), and `main` returns 143.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments import errors
+from experiments import errors, interrupts
 from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
 
 COMMANDS = (run, sweep, resume, ui, listing, bench, sync, export)
@@ -33,8 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args) or 0
+        with interrupts.sigterm_as_interrupt():
+            return args.handler(args) or 0
     except tuple(errors.EXITS) as err:
         exit_ = errors.exit_for(err)
         print(f"{exit_.prefix}: {err}", file=sys.stderr)
         return exit_.code
+    except errors.Terminated:
+        print("stopped by SIGTERM", file=sys.stderr)
+        return errors.EXIT_TERMINATED

@@ -17,13 +17,31 @@ def add_parser(subparsers) -> None:
         default=None,
         help="the run's checkpoint folder (default: the run's checkpoint_dir tag)",
     )
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="upload the readable records and drop the unreadable ones from the spool "
+        "(they are moved to spool-skipped-TIME.jsonl beside it, not deleted)",
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    count, left = sync.sync_run(args.run_id, args.checkpoint_dir, echo=print)
-    if left:
-        print(f"error: {left} record(s) still spooled for run {args.run_id}", file=sys.stderr)
+    result = sync.sync_run(args.run_id, args.checkpoint_dir, echo=print, skip_bad=args.skip_bad)
+    run = args.run_id
+    if result.bad and not result.skipped:
+        print(
+            f"error: run {run}: {result.bad} spooled record(s) are unreadable and were not "
+            f"uploaded; they are listed in {result.bad_file} and the spool is kept. Review "
+            f"them, then run `python -m experiments sync {run} --skip-bad` to upload the rest "
+            "and drop them",
+            file=sys.stderr,
+        )
         return 1
-    print(f"run {args.run_id}: uploaded {count} spooled record(s); spool empty")
+    if result.left:
+        print(f"error: {result.left} record(s) still spooled for run {run}", file=sys.stderr)
+        return 1
+    if result.skipped:
+        print(f"run {run}: skipped {result.bad} unreadable record(s), kept in {result.bad_file}")
+    print(f"run {run}: uploaded {result.uploaded} spooled record(s); spool empty")
     return 0

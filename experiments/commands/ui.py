@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import time
 
+from experiments import errors
 from experiments.tracking import store
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -41,7 +46,7 @@ def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
 
 
 def handle(args) -> int:
-    """Serve the store until interrupted."""
+    """Serve the store until interrupted (Ctrl+C or SIGTERM: the UI and its workers stop too)."""
     command = ui_command(args.port, args.host)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)
@@ -52,7 +57,35 @@ def handle(args) -> int:
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     print(f"MLflow UI on http://{args.host}:{args.port} (Ctrl+C to stop)")
+    # Its own process group: `mlflow ui` runs the web server as its child, and the whole
+    # group is stopped however this process is asked to stop.
+    child = subprocess.Popen(command, start_new_session=True)
     try:
-        return subprocess.call(command)
-    except KeyboardInterrupt:
+        return child.wait()
+    except KeyboardInterrupt as err:  # Ctrl+C; SIGTERM (errors.Terminated) goes on to main
+        if isinstance(err, errors.Terminated):
+            raise
         return 0
+    finally:
+        stop_group(child)
+
+
+def stop_group(child: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM the child's process group; SIGKILL what is left of it after `grace` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(child.pid):
+        child.poll()  # reaps the child once it exits (a zombie still counts as the group)
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -21,6 +21,7 @@ place).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -33,54 +34,112 @@ import pandas as pd
 import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
-from experiments.errors import Offline
+from experiments.errors import Offline, StorageError
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient
 
+DEFAULT_BUDGET_SECONDS = 15.0
 SPOOLED_MODEL_URI = "spooled: run `python -m experiments sync RUN_ID` to upload"
 
 
 class Link:
-    """Calls with retries and exponential backoff, then an offline cool-down.
+    """Calls with retries and exponential backoff, a time budget, then an offline cool-down.
 
     Args:
         attempts: tries per call while online.
         backoff: first pause in seconds; doubled after each failed try.
         cooldown: seconds during which calls fail at once after a call ran
-            out of tries (training is not slowed down by a dead server).
+            out of tries or the budget ran out (training is not slowed down
+            by a dead or crawling server).
+        budget: seconds the run may spend waiting on the server per
+            `window` seconds (successful calls included; default
+            `ATTN_RNN_TRACKING_BUDGET`, else 15). A call retries only while
+            the budget lasts; once spent, the link goes offline for
+            `cooldown` and calls are spooled, so a slow server costs a run
+            at most about `budget` per `window` (plus one HTTP timeout).
     """
 
-    def __init__(self, attempts: int = 3, backoff: float = 0.5, cooldown: float = 20.0):
+    window = 60.0
+
+    def __init__(
+        self,
+        attempts: int = 3,
+        backoff: float = 0.5,
+        cooldown: float = 20.0,
+        budget: float | None = None,
+    ):
         self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
+        if budget is None:
+            budget = float(os.environ.get("ATTN_RNN_TRACKING_BUDGET", DEFAULT_BUDGET_SECONDS))
+        self.budget = budget
         self.offline_until = 0.0
         self.warned = False
+        self._spent: list[tuple[float, float]] = []  # (when, seconds) of calls in the window
+        self._untimed = False
 
     def call(self, fn, *args, **kwargs):
         if time.monotonic() < self.offline_until:
             raise Offline("tracking server marked offline")
         last = None
         for attempt in range(self.attempts):
+            started = time.monotonic()
             try:
                 result = fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - filtered by is_transient
+                self._spend(started)
                 if not is_transient(err):
                     raise
                 last = err
+                if self._left() <= 0:
+                    break
                 if attempt + 1 < self.attempts:
-                    time.sleep(self.backoff * 2**attempt)
+                    time.sleep(min(self.backoff * 2**attempt, self._left()))
                 continue
-            self.offline_until = 0.0
+            self._spend(started)
+            if self._left() <= 0:
+                self._go_offline(f"slow: {self._spent_seconds():.0f} s in {self.window:g} s")
+            else:
+                self.offline_until = 0.0
             return result
+        self._go_offline(type(last).__name__)
+        raise Offline(str(last)) from last
+
+    def untimed(self, fn, *args, **kwargs):
+        """`call` for work that is slow by nature (logging a model, uploading the spool):
+        retried the same way, but outside the time budget."""
+        self._untimed = True
+        try:
+            return self.call(fn, *args, **kwargs)
+        finally:
+            self._untimed = False
+
+    def _spend(self, started: float) -> None:
+        if self._untimed:
+            return
+        now = time.monotonic()
+        self._spent.append((now, now - started))
+        while self._spent and self._spent[0][0] < now - self.window:
+            self._spent.pop(0)
+
+    def _spent_seconds(self) -> float:
+        return sum(seconds for _, seconds in self._spent)
+
+    def _left(self) -> float:
+        if self._untimed:
+            return float("inf")
+        return self.budget - self._spent_seconds()
+
+    def _go_offline(self, why: str) -> None:
         self.offline_until = time.monotonic() + self.cooldown
+        self._spent = []  # a fresh budget once the cool-down is over
         if not self.warned:
             self.warned = True
             print(
-                f"warning: MLflow tracking server not answering ({type(last).__name__}); "
+                f"warning: MLflow tracking server not answering ({why}); "
                 "logging to the local spool and continuing",
                 file=sys.stderr,
             )
-        raise Offline(str(last)) from last
 
 
 # --- the spooling client ----------------------------------------------------------
@@ -131,9 +190,7 @@ class SpoolingClient:
 
     def _spool_bytes(self, artifact_path: str, write, op: str = "artifact") -> None:
         """Spool a file that `write(path)` writes, to be uploaded as `artifact_path`."""
-        tmp, final = self._spool.new_file(Path(artifact_path).name)
-        write(tmp)
-        name = self._spool.commit_file(tmp, final)
+        name = self._spool.write_file(Path(artifact_path).name, write)
         self._spool.append({"op": op, "file": name, "path": artifact_path})
 
     def log_text(self, run_id, text, artifact_file):
@@ -177,10 +234,12 @@ class SpoolingClient:
             **kwargs,
         ):
             return
-        tmp, final = self._spool.new_file(f"{key}-{step}.npy")
-        with open(tmp, "wb") as handle:
-            np.save(handle, np.asarray(image), allow_pickle=False)
-        name = self._spool.commit_file(tmp, final)
+
+        def write(path: Path) -> None:
+            with open(path, "wb") as handle:
+                np.save(handle, np.asarray(image), allow_pickle=False)
+
+        name = self._spool.write_file(f"{key}-{step}.npy", write)
         record = {"op": "image", "file": name, "key": key, "step": step, "timestamp": timestamp}
         self._spool.append(record)
 
@@ -219,12 +278,10 @@ class ResilientTracker(Tracker):
     def log_model(self, model, card: dict) -> dict[str, str]:
         """Log both models; offline, spool the `.keras` file with the card (JSON, in the record)."""
         try:
-            return self.link.call(super().log_model, model, card)
+            return self.link.untimed(super().log_model, model, card)
         except Offline:
             pass
-        tmp, final = self.spool.new_file("model.keras")  # tmp keeps the .keras suffix
-        model.save(tmp)
-        name = self.spool.commit_file(tmp, final)
+        name = self.spool.write_file("model.keras", model.save)  # the tmp keeps .keras
         self.spool.append({"op": "model", "file": name, "card": card})
         return {tag: SPOOLED_MODEL_URI for tag in spool_lib.MODEL_TAGS}
 
@@ -238,7 +295,7 @@ class ResilientTracker(Tracker):
             return True
         self.link.offline_until = 0.0
         try:
-            self.link.call(
+            self.link.untimed(
                 spool_lib.replay,
                 self.spool,
                 self.raw_client,
@@ -253,6 +310,15 @@ class ResilientTracker(Tracker):
                 f"warning: {left} tracking record(s) of run {self.run_id} stay spooled in "
                 f"{self.spool.folder}; upload them with `python -m experiments sync "
                 f"{self.run_id}`",
+                file=sys.stderr,
+            )
+            return False
+        bad = self.spool.read().bad
+        if bad:
+            print(
+                f"warning: {len(bad)} spooled record(s) of run {self.run_id} are unreadable "
+                f"and were not uploaded; see {self.spool.quarantine(bad)}, then run `python -m "
+                f"experiments sync {self.run_id} --skip-bad`",
                 file=sys.stderr,
             )
             return False
@@ -294,7 +360,11 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
         tracker.link.offline_until = 0.0
         tracker.link.call(tracker.raw_client.set_terminated, tracker.run_id, status, end_time)
     except Offline:
-        tracker.spool.append({"op": "status", "status": status, "end_time": end_time})
+        try:
+            tracker.spool.append({"op": "status", "status": status, "end_time": end_time})
+        except StorageError as err:  # keep the error that ended the run, if any
+            print(f"warning: the final status {status} was not spooled: {err}", file=sys.stderr)
+            return
         print(
             f"warning: run {tracker.run_id} ended {status} while the tracking server was "
             f"unreachable; run `python -m experiments sync {tracker.run_id}` to upload",

@@ -2,35 +2,42 @@
 
 Layout under `<checkpoint folder>/spool/`:
 
-- `journal.jsonl`: one JSON record per spooled call, in order, each with a
+- `journal.jsonl`: one record per spooled call, in order, each with a
   sequence number `seq` and an `op` (`metrics`, `params`, `tags`,
-  `artifact`, `table`, `model`, `status`); a `model` record carries the
-  model's text card. A record is appended only after
-  every file it names is complete, so a kill at any moment leaves at worst a
-  torn last line, which is ignored.
+  `artifact`, `table`, `image`, `inputs`, `model`, `status`); a `model`
+  record carries the model's text card. Each record is framed with its
+  length and CRC32 (see `journal`): it is written whole or not at all (a
+  failed write is undone and raised, never ignored), and a damaged line is
+  found wherever it is. A record is appended only after every file it names
+  is complete.
 - `files/`: the artifacts' bytes (written to a temporary name, fsync'ed,
   then renamed; the folder is fsync'ed too), so a record on disk always
-  names a file on disk.
+  names a file on disk. A record may only name a plain file of this folder
+  (`spool_records.file_name_problem`; symbolic links are refused).
 - `done.jsonl`: sequence numbers already uploaded by `replay`.
+- `quarantine.jsonl`: written by `quarantine`: every line of the journal
+  that is not a usable record (damaged, malformed, or naming a file that is
+  not in `files/`), with its line number and why. Such lines are never
+  uploaded and never deleted silently: the spool is kept until the user
+  runs `sync --skip-bad`, which moves this file beside the spool first.
 
 Appending is O(1): the next `seq` and the file counter are kept in memory
 (read from the folder once), and the journal stays open. Durability: each
-record is written and flushed to the operating system before `append`
-returns, so it survives the process being killed (`kill -9`) at any later
-moment. It reaches the disk (`fsync`) at most `FSYNC_SECONDS` later: an
-append fsyncs when the last fsync is that old, a timer fsyncs what a burst
-left behind, and `sync()`/`close()` fsync at once. A power loss or kernel
-crash therefore loses at most the last `FSYNC_SECONDS` of records (an fsync
-per record costs ~1 ms on an ordinary disk: 10,000 records would take
-seconds). `done.jsonl` is written the same way; losing its tail only means
-`replay` checks those records again (metrics against the run's history,
-artifacts and tags overwritten in place), never an upload twice.
+record is written to the operating system before `append` returns, so it
+survives the process being killed (`kill -9`) at any later moment, and
+fsync'ed at most `FSYNC_SECONDS` later (an fsync per record costs ~1 ms on
+an ordinary disk: 10,000 records would take seconds), so a power loss costs
+at most that last half second. `done.jsonl` is written the same way; losing
+its tail only means `replay` checks those records again (metrics against
+the run's history, artifacts and tags overwritten in place), never an
+upload twice.
 
-`replay` uploads in order and records each finished record in `done.jsonl`,
-so running it twice, or after a crash in the middle, uploads nothing twice;
-metrics are also checked against the run's history on the server before they
-are logged. Nothing here unpickles anything: records are JSON, tables are
-JSON, figures PNG, models `.keras` loaded with `safe_mode=True`.
+`replay` uploads the usable records in order and records each finished one
+in `done.jsonl`, so running it twice, or after a crash in the middle,
+uploads nothing twice; metrics are also checked against the run's history
+on the server before they are logged. Nothing here unpickles anything:
+records are JSON, tables are JSON, figures PNG, models `.keras` loaded with
+`safe_mode=True`.
 """
 
 from __future__ import annotations
@@ -40,69 +47,22 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
+from experiments.errors import CorruptData, StorageError
+from experiments.tracking import journal as journal_lib
+from experiments.tracking import spool_records
+
 SPOOL_DIR = "spool"
+QUARANTINE = "quarantine.jsonl"
 # The run tags naming the logged models (set by the `model` op once uploaded).
 MODEL_TAGS = ("model_uri", "text_model_uri")
-FSYNC_SECONDS = 0.5
-
-
-class Journal:
-    """An append-only JSON-lines file: written to the OS per line, fsync'ed within `FSYNC_SECONDS`."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._fd: int | None = None
-        self._dirty = False
-        self._synced = float("-inf")
-        self._timer: threading.Timer | None = None
-
-    def append(self, line: str) -> None:
-        """Write one line (with its newline) to the OS before returning: one `write` call."""
-        data = line.encode("utf-8")
-        with self._lock:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            os.write(self._fd, data)
-            self._dirty = True
-            if time.monotonic() - self._synced >= FSYNC_SECONDS:
-                self._fsync()
-            elif self._timer is None:
-                self._timer = threading.Timer(FSYNC_SECONDS, self.sync)
-                self._timer.name, self._timer.daemon = "spool-fsync", True
-                self._timer.start()
-
-    def sync(self) -> None:
-        """fsync what was appended since the last fsync."""
-        with self._lock:
-            self._timer = None
-            if self._dirty and self._fd is not None:
-                self._fsync()
-
-    def close(self) -> None:
-        """fsync and close; a later `append` reopens the file."""
-        with self._lock:
-            timer, self._timer = self._timer, None
-            if timer is not None:
-                timer.cancel()
-            if self._fd is not None:
-                if self._dirty:
-                    self._fsync()
-                os.close(self._fd)
-                self._fd = None
-
-    def _fsync(self) -> None:
-        os.fsync(self._fd)
-        self._synced = time.monotonic()
-        self._dirty = False
+FSYNC_SECONDS = journal_lib.FSYNC_SECONDS
+Journal = journal_lib.Journal
 
 
 class Spool:
@@ -124,6 +84,10 @@ class Spool:
     def done_file(self) -> Path:
         return self.folder / "done.jsonl"
 
+    @property
+    def quarantine_file(self) -> Path:
+        return self.folder / QUARANTINE
+
     def exists(self) -> bool:
         return self.journal.is_file()
 
@@ -133,14 +97,14 @@ class Spool:
         """Append one record (it gets the next `seq`); see the module docstring on durability."""
         with self._lock:
             record = {"seq": self._peek_seq(), **record}
-            self._journal.append(_ENCODER.encode(record) + "\n")
+            self._journal.append(_ENCODER.encode(record))
             self._next_seq += 1
         return record
 
     def _peek_seq(self) -> int:
         if self._next_seq is None:
             records = self.records()
-            self._next_seq = (records[-1]["seq"] + 1) if records else 0
+            self._next_seq = max((r["seq"] for r in records), default=-1) + 1
         return self._next_seq
 
     def new_file(self, name: str) -> tuple[Path, Path]:
@@ -151,10 +115,30 @@ class Spool:
         with self._lock:
             if self._file_count is None:
                 self._file_count = len(list(files.iterdir()))
-            final = files / f"{self._peek_seq():06d}-{self._file_count:04d}-{safe}"
+            final = files / f"{self._peek_seq():06d}-{self._file_count:04d}-{safe or 'file'}"
             self._file_count += 1
             final.with_name(".tmp-" + final.name).touch()  # claims the name
         return final.with_name(".tmp-" + final.name), final
+
+    def write_file(self, name: str, write) -> str:
+        """Spool a file that `write(path)` writes; return its final name for the record.
+
+        A write that fails (a full disk: numpy's "requested and written", ENOSPC)
+        removes the partial file and raises `StorageError` naming the spool.
+        """
+        tmp = None
+        try:
+            tmp, final = self.new_file(name)
+            write(tmp)
+            return self.commit_file(tmp, final)
+        except OSError as err:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise StorageError(
+                f"cannot spool {name!r} into {self.folder} ({err}); the records spooled so far "
+                "and the last checkpoint are kept. Free space there, then resume the run",
+                self.folder,
+            ) from err
 
     @staticmethod
     def commit_file(tmp: Path, final: Path) -> str:
@@ -181,22 +165,57 @@ class Spool:
 
     # --- reading ------------------------------------------------------------
 
+    def read(self) -> journal_lib.Reading:
+        """The usable records, in order, and the lines that are not (see `quarantine`)."""
+        return journal_lib.read(self.journal, self._problem)
+
     def records(self) -> list[dict]:
-        """Every complete record, in order (a torn last line is skipped)."""
-        return _read_jsonl(self.journal)
+        """Every usable record, in order."""
+        return self.read().records
 
     def done(self) -> set[int]:
-        return {r["seq"] for r in _read_jsonl(self.done_file)}
+        done = journal_lib.read(self.done_file, spool_records.done_problem)
+        return {r["seq"] for r in done.records}  # a damaged mark: checked again, never lost
 
     def pending(self) -> list[dict]:
         done = self.done()
         return [r for r in self.records() if r["seq"] not in done]
 
     def mark_done(self, seq: int) -> None:
-        self._done.append(json.dumps({"seq": seq}) + "\n")
+        self._done.append(json.dumps({"seq": seq}))
 
     def file(self, name: str) -> Path:
+        """The spooled file `name`, only if it is a plain file inside `files/`."""
+        problem = spool_records.file_name_problem(name) or self._file_problem(name)
+        if problem:
+            raise CorruptData(f"spool {self.folder}: {problem}")
         return self.folder / "files" / name
+
+    def _file_problem(self, name: str) -> str | None:
+        files = self.folder / "files"
+        path = files / name
+        if path.is_symlink() or not path.is_file():
+            return f"file: {name!r} is not a file of {files}"
+        if path.resolve().parent != files.resolve():
+            return f"file: {name!r} is outside {files}"
+        return None
+
+    def _problem(self, record: dict) -> str | None:
+        problem = spool_records.problem(record)
+        if problem is None and "file" in record:
+            problem = self._file_problem(record["file"])
+        return problem
+
+    def quarantine(self, bad: list[journal_lib.BadLine]) -> Path:
+        """Write the unusable lines to `quarantine.jsonl` (replacing it); return its path."""
+        lines = "".join(json.dumps(b.as_json()) + "\n" for b in bad)
+        tmp = self.quarantine_file.with_name(QUARANTINE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.quarantine_file)
+        return self.quarantine_file
 
     def spooled_steps(self, key: str) -> set[int]:
         """Steps of metric `key` waiting in the spool."""
@@ -208,29 +227,32 @@ class Spool:
             if m[0] == key
         }
 
-    def clear(self) -> None:
-        """Remove the spool once everything in it is uploaded."""
+    def clear(self, keep_bad: Path | None = None) -> None:
+        """Remove the spool once every usable record in it is uploaded.
+
+        Refused (`CorruptData`) while it holds records not uploaded, or
+        unusable lines, unless `keep_bad` says where to move those lines
+        first (the `quarantine` file): nothing not uploaded is deleted.
+        """
         with self._lock:
             self.close()
             self._next_seq = self._file_count = None
             if not self.folder.exists():
                 return
+            reading, done = self.read(), self.done()
+            left = [r for r in reading.records if r["seq"] not in done]
+            if left:
+                raise CorruptData(f"spool {self.folder}: {len(left)} record(s) not uploaded yet")
+            if reading.bad:
+                if keep_bad is None:
+                    raise CorruptData(
+                        f"spool {self.folder}: {len(reading.bad)} unusable record(s) kept"
+                    )
+                os.replace(self.quarantine(reading.bad), keep_bad)
             trash = self.folder.with_name(self.folder.name + ".synced")
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(self.folder, trash)
             shutil.rmtree(trash, ignore_errors=True)
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line from a kill mid-write
-    return out
 
 
 def _json_default(value):

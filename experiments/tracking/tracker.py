@@ -12,10 +12,10 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
-from mlflow.entities import Metric, Param
+from mlflow.entities import Metric, Param, RunTag
 
 from experiments import config as config_lib
-from experiments.tracking import model_logging
+from experiments.tracking import finishing, model_logging
 
 CONFIG_ARTIFACT = "config.yaml"
 ARTIFACT_THREAD = "mlflow-artifacts"
@@ -61,8 +61,10 @@ class Tracker:
             self.client.log_batch(self.run_id, params=items[start : start + 100])
 
     def set_tags(self, tags: dict) -> None:
-        for key, value in tags.items():
-            self.client.set_tag(self.run_id, key, str(value))
+        """All tags in batched calls (one request per 100), not one request per tag."""
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        for start in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, tags=items[start : start + 100])
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         now = int(time.time() * 1000)
@@ -76,6 +78,12 @@ class Tracker:
 
     def logged_steps(self, key: str) -> set[int]:
         return {m.step for m in self.client.get_metric_history(self.run_id, key)}
+
+    def log_metrics_once(self, metrics: dict, step: int) -> None:
+        """`log_metrics`, leaving out the keys already logged at `step` (a resumed ending)."""
+        self.log_metrics(
+            {k: v for k, v in metrics.items() if step not in self.logged_steps(k)}, step
+        )
 
     def log_text(self, text: str, path: str) -> None:
         self.client.log_text(self.run_id, text, path)
@@ -131,10 +139,17 @@ class Tracker:
 
     def log_model(self, model, card: dict) -> dict[str, str]:
         """Log the trained model as `model` (Keras flavor) and `text_model` (pyfunc) with its
-        text card (see `model_logging`); return the tags `model_uri` and `text_model_uri`."""
+        text card (see `model_logging`); return the tags `model_uri` and `text_model_uri`.
+
+        Once only (see `finishing`): models the run's tags already name are kept, and
+        models of the run no tag names (left by an interrupt) are deleted first."""
         active = mlflow.active_run()
         if active is None or active.info.run_id != self.run_id:
             raise RuntimeError(f"log_model needs run {self.run_id} to be the active run")
+        logged = finishing.logged_models(self.client, self.run_id)
+        if logged is not None:
+            return logged
+        finishing.delete_orphans(self.client, self.run_id)
         return model_logging.log_models(model, card)
 
     def end(self, status: str = "FINISHED") -> None:

@@ -2,20 +2,32 @@
 
 Layout under `<root>/<run_id>/`: `epoch-NNNN/` folders holding
 `model.weights.h5` and `optimizer.npz`, and `state.json` naming the latest
-complete one. A folder is written under a temporary name and renamed into
-place, then `state.json` is replaced atomically, so an interruption at any
-moment leaves the previous checkpoint intact.
+complete one. A folder is written under a temporary name, its files and
+the folder fsync'ed, renamed into place (the parent fsync'ed too), then
+`state.json` is replaced the same way, so an interruption or a power loss at
+any moment leaves the previous checkpoint intact.
+
+`state.json` carries the run id (from the folder's `run.json`) and the
+sha256 of every file of its checkpoint; `restore` checks both and refuses
+(`CorruptData`, one line naming the file) a checkpoint of another run or one
+whose bytes changed, as it does an unreadable `state.json`. A checkpoint
+that cannot be written (a full disk) raises `StorageError`, leaving the
+previous one in place.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from experiments.errors import CorruptData, StorageError
+from experiments.tracking import run_folder
 from experiments.training import rng_state
 
 
@@ -26,15 +38,33 @@ def save(folder: Path, model, epoch: int, state: dict) -> Path:
     tmp = folder / f".{name}.tmp"
     for stale in folder.glob(".epoch-*.tmp"):  # left by a kill mid-save
         shutil.rmtree(stale, ignore_errors=True)
-    tmp.mkdir()
-    model.save_weights(tmp / "model.weights.h5")
-    values = {f"v{i:05d}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
-    np.savez(tmp / "optimizer.npz", **values)
-    np.savez(tmp / "rng.npz", **rng_state.capture(model))
-    final = folder / name
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-    _write_json(folder / "state.json", {**state, "epoch": epoch, "checkpoint": name})
+    try:
+        tmp.mkdir()
+        model.save_weights(tmp / "model.weights.h5")
+        values = {f"v{i:05d}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
+        np.savez(tmp / "optimizer.npz", **values)
+        np.savez(tmp / "rng.npz", **rng_state.capture(model))
+        files = {}
+        for path in sorted(tmp.iterdir()):
+            files[path.name] = _sha256(path)
+            _fsync_file(path)
+        _fsync_dir(tmp)
+        final = folder / name
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        _fsync_dir(folder)
+        owner = run_folder.owner(folder)
+        record = {**state, "epoch": epoch, "checkpoint": name, "files": files}
+        if owner is not None:
+            record["run_id"] = owner
+        _write_json(folder / "state.json", record)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StorageError(
+            f"cannot write the checkpoint of epoch {epoch + 1} in {folder} ({err}); the previous "
+            "checkpoint is kept. Free space there, then resume the run",
+            folder,
+        ) from err
     for old in folder.glob("epoch-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
@@ -46,14 +76,59 @@ def load_state(folder: Path) -> dict | None:
     path = folder / "state.json"
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptData(
+            f"checkpoint state {path} is unreadable ({err}); the checkpoint cannot be trusted: "
+            "start a new run (or restore the file from a backup)"
+        ) from None
+    if not (
+        isinstance(state, dict)
+        and isinstance(state.get("epoch"), int)
+        and isinstance(state.get("checkpoint"), str)
+        and state["checkpoint"].startswith("epoch-")
+        and "/" not in state["checkpoint"]
+    ):
+        raise CorruptData(f"checkpoint state {path} is malformed (no epoch/checkpoint in it)")
+    return state
 
 
-def restore(folder: Path, model, state: dict) -> None:
-    """Load weights and optimizer variables into a built, compiled `model`."""
+def verify(folder: Path, state: dict, run_id: str | None = None) -> Path:
+    """The checkpoint folder `state` names, if it is `run_id`'s and its files are intact."""
     checkpoint = folder / state["checkpoint"]
+    owner = state.get("run_id")
+    if run_id is not None and owner is not None and owner != run_id:
+        raise CorruptData(
+            f"checkpoint {checkpoint} belongs to run {owner}, not to run {run_id}; it is refused"
+        )
+    for name, digest in (state.get("files") or {}).items():
+        path = checkpoint / name
+        if "/" in name or not path.is_file():
+            raise CorruptData(f"checkpoint file {path} is missing; the checkpoint is refused")
+        if _sha256(path) != digest:
+            raise CorruptData(
+                f"checkpoint file {path} is damaged (its sha256 is not the one recorded in "
+                f"{folder / 'state.json'}); the checkpoint is refused: start a new run"
+            )
+    return checkpoint
+
+
+def restore(folder: Path, model, state: dict, run_id: str | None = None) -> None:
+    """Check (`verify`), then load weights and optimizer variables into a built, compiled `model`."""
+    checkpoint = verify(folder, state, run_id)
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
+    try:
+        _restore(checkpoint, model)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # h5py, a damaged .npz
+        raise CorruptData(
+            f"checkpoint {checkpoint} cannot be read ({type(err).__name__}: {err}); "
+            "the checkpoint is refused: start a new run"
+        ) from None
+
+
+def _restore(checkpoint: Path, model) -> None:
     model.load_weights(checkpoint / "model.weights.h5")
     with np.load(checkpoint / "optimizer.npz") as saved:
         values = [saved[k] for k in sorted(saved.files)]
@@ -73,4 +148,27 @@ def restore(folder: Path, model, state: dict) -> None:
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
+    _fsync_file(tmp)
     os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +19,11 @@ import mlflow
 import numpy as np
 
 from experiments import config as config_lib
+from experiments import interrupts
 from experiments.config import ExperimentConfig
-from experiments.errors import ConfigError
+from experiments.errors import ConfigError, CorruptData, StorageError, Terminated
 from experiments.tasks import Task, build_task, lengths
-from experiments.tracking import resilient, store
+from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
@@ -119,14 +121,39 @@ def execute(
             nested=parent_run_id is not None,
             log_system_metrics=cfg.tracking.system_metrics,
         )
+        run_id = run.info.run_id
+        folder = Path(checkpoint_folder or store.checkpoint_root(cfg) / run_id).absolute()
+        try:
+            lock = _own(folder, run_id)
+        except BaseException:
+            mlflow.end_run("FAILED")
+            raise
     else:
-        run = mlflow.start_run(
-            run_id=resume_run_id,
-            nested=mlflow.active_run() is not None,
-            log_system_metrics=cfg.tracking.system_metrics,
-        )
-    run_id = run.info.run_id
-    folder = checkpoint_folder or store.checkpoint_root(cfg) / run_id
+        run_id = resume_run_id
+        folder = Path(checkpoint_folder or store.checkpoint_root(cfg) / run_id).absolute()
+        lock = _own(folder, run_id)  # before the run is reopened: another process may own it
+        try:
+            mlflow.start_run(
+                run_id=resume_run_id,
+                nested=mlflow.active_run() is not None,
+                log_system_metrics=cfg.tracking.system_metrics,
+            )
+        except BaseException:
+            lock.release()
+            raise
+    try:
+        return _execute(cfg, task, train, client, run_id, folder, resume_run_id)
+    finally:
+        lock.release()
+
+
+def _own(folder: Path, run_id: str) -> run_lock.RunLock:
+    """Mark `folder` as run `run_id`'s and lock it for this process (see `run_lock`)."""
+    run_folder.claim(folder, run_id)
+    return run_lock.acquire(folder, run_id, "train it")
+
+
+def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id) -> str:
     tracker = resilient.ResilientTracker(client, run_id, folder)  # retries, then spools
     policy = keras.config.dtype_policy()
     status = "FAILED"
@@ -135,13 +162,37 @@ def execute(
             _log_start(tracker, cfg, task, folder)
         train(cfg, task, tracker, folder)
         status = "FINISHED"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         status = "KILLED"
+        _tag_killed(tracker, run_id, err)
+        raise
+    except (CorruptData, StorageError) as err:
+        _tag_failure(tracker, run_id, str(err))
         raise
     finally:
         keras.config.set_dtype_policy(policy)
-        resilient.end_run(tracker, status)  # uploads the spool first, stops the artifact thread
+        with interrupts.deferred():  # a SIGTERM now waits until the run has ended
+            resilient.end_run(tracker, status)  # uploads the spool, stops the artifact thread
     return run_id
+
+
+def _tag_failure(tracker, run_id: str, reason: str) -> None:
+    """The run's `failure_reason` tag (spooled when the server is away; never raises)."""
+    try:
+        tracker.set_tags({"failure_reason": reason})
+    except Exception as failure:  # noqa: BLE001 - the run must still end FAILED
+        print(f"warning: could not tag run {run_id}: {failure!r}", file=sys.stderr)
+
+
+def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
+    """Say on the run what stopped it and how to continue (the checkpoint is kept)."""
+    how = "SIGTERM" if isinstance(err, Terminated) else "SIGINT (Ctrl+C)"
+    try:
+        tracker.set_tags(
+            {"killed_by": how, "resume_with": f"python -m experiments resume {run_id}"}
+        )
+    except Exception as failure:  # noqa: BLE001 - the run must still end KILLED
+        print(f"warning: could not tag run {run_id} as killed: {failure!r}", file=sys.stderr)
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
@@ -194,7 +245,7 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
     state = checkpoints.load_state(folder)
     initial_epoch = 0
     if state is not None:
-        checkpoints.restore(folder, trained, state)
+        checkpoints.restore(folder, trained, state, tracker.run_id)
         initial_epoch = state["epoch"] + 1  # also the 1-based step of the checkpointed epoch
         if initial_epoch not in tracker.logged_steps("loss"):
             # Interrupted between checkpoint and logging: log that epoch now, once.
@@ -261,7 +312,7 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     }
     if not per_bucket:
         return
-    tracker.log_metrics(
+    tracker.log_metrics_once(
         {
             f"test_{metric}_{name}": value
             for name, results in per_bucket.items()
@@ -282,7 +333,7 @@ def _finish(model, cfg, task, tracker) -> None:
     last_step = max(tracker.logged_steps("loss") or {0})
     test = task.test.take(slice(0, cfg.train.eval_examples))
     results = kind.evaluate(model, task, test)
-    tracker.log_metrics({f"test_{k}": v for k, v in results.items()}, last_step)
+    tracker.log_metrics_once({f"test_{k}": v for k, v in results.items()}, last_step)
     _log_length_generalisation(model, cfg, task, tracker, last_step)
     cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=last_step)
     artifacts = kind.final_artifacts(model, task, test)

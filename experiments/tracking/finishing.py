@@ -1,0 +1,39 @@
+"""What the end of a run logs once only, however often it is interrupted and resumed.
+
+- Test metrics: `Tracker.log_metrics_once` skips a key already logged at
+  that step (on the server, or spooled).
+- The models: `logged_models` returns the run's `model_uri` and
+  `text_model_uri` tags when both name logged models already, so they are
+  not logged again; otherwise `delete_orphans` first deletes the run's logged
+  models that no tag names (a `PENDING` one left by an interrupt in the
+  middle of logging, or a finished one whose tags were never set), so the run
+  ends with exactly one `model` and one `text_model`.
+"""
+
+from __future__ import annotations
+
+MODEL_TAGS = ("model_uri", "text_model_uri")
+
+
+def logged_models(client, run_id: str) -> dict[str, str] | None:
+    """The run's model tags, when both name a logged model (`models:/...`); else None."""
+    tags = client.get_run(run_id).data.tags
+    found = {key: tags.get(key, "") for key in MODEL_TAGS}
+    if all(uri.startswith("models:/") for uri in found.values()):
+        return found
+    return None
+
+
+def delete_orphans(client, run_id: str) -> list[str]:
+    """Delete the run's logged models that none of its model tags names; return their ids."""
+    run = client.get_run(run_id)
+    named = {run.data.tags.get(key, "") for key in MODEL_TAGS}
+    models = client.search_logged_models(
+        experiment_ids=[run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
+    )
+    deleted = []
+    for model in models:
+        if f"models:/{model.model_id}" not in named:
+            client.delete_logged_model(model.model_id)
+            deleted.append(model.model_id)
+    return deleted

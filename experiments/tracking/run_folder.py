@@ -1,0 +1,75 @@
+"""A run's checkpoint folder: whose it is, and whether a path given for a run is really its folder.
+
+The runner writes `run.json` (`{"run_id": ...}`) into the folder when the
+run starts, beside the checkpoints (`epoch-NNNN/`, `state.json`), the spool
+(`spool/`) and the lock (`run.lock`). `verify` accepts a folder for a run
+only when its `run.json` names that run, or, for folders written before
+`run.json` existed, when the folder is named after the run (as the runner
+names them). So `sync`/`resume` never read, upload, overwrite or delete
+another run's files, or a folder that is not a checkpoint folder at all,
+whether the path came from the command line or from the run's
+`checkpoint_dir` tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from experiments.errors import CorruptData
+
+MARKER = "run.json"
+
+
+def owner(folder: Path) -> str | None:
+    """The run id in the folder's `run.json`, or None when it has none."""
+    path = Path(folder) / MARKER
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptData(f'{path}: unreadable ({err}); it should hold {{"run_id": ...}}') from None
+    run_id = data.get("run_id") if isinstance(data, dict) else None
+    if not isinstance(run_id, str):
+        raise CorruptData(f'{path}: no run_id in it; it should hold {{"run_id": ...}}')
+    return run_id
+
+
+def verify(folder: Path, run_id: str, source: str = "--checkpoint-dir") -> Path:
+    """`folder` as an absolute path, if it is the checkpoint folder of `run_id` (or absent)."""
+    folder = Path(folder)
+    if not folder.is_absolute():
+        raise CorruptData(f"{source}: {str(folder)!r} is not an absolute path")
+    if not folder.exists():
+        return folder
+    if folder.is_symlink() or not folder.is_dir():
+        raise CorruptData(f"{source}: {folder} is not a folder")
+    found = owner(folder)
+    if found is not None and found != run_id:
+        raise CorruptData(
+            f"{source}: {folder} holds the checkpoints and spool of run {found}, not of run "
+            f"{run_id}; pass run {run_id}'s own folder"
+        )
+    if found is None and folder.name != run_id:
+        raise CorruptData(
+            f"{source}: {folder} is not a checkpoint folder of run {run_id} (it has no "
+            f"{MARKER} naming the run, and it is not named after it)"
+        )
+    return folder
+
+
+def claim(folder: Path, run_id: str) -> None:
+    """Create the folder and its `run.json` for `run_id` (refused if it is another run's)."""
+    verify(folder, run_id, "checkpoint folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    if owner(folder) == run_id:
+        return
+    path = folder / MARKER
+    tmp = path.with_name(MARKER + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"run_id": run_id}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,111 @@
+"""Nothing doubled: one process per run, and an interrupted ending resumed logs each thing once (issue 30)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mlflow
+import pytest
+from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
+from scaleout_helpers import child_env
+from test_experiments_resume import _interrupt_after_checkpoint
+
+from experiments import errors
+from experiments.commands import main
+from experiments.tracking import model_logging
+
+
+def _run_config(tmp_path, **tracking):
+    return write_config(
+        tmp_path,
+        TINY_TASKS["reverse"],
+        train={"epochs": 1},
+        generate={"max_length": 4},
+        tracking={"num_samples": 0, **tracking},
+    )
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_logging_the_model_then_resume_logs_everything_once(tmp_path, monkeypatch):
+    uri = migrated_store(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    config = _run_config(tmp_path)
+    client = mlflow.MlflowClient(uri)
+    original = model_logging.log_text_model
+
+    def interrupted(keras_file, card_file, card):
+        run = mlflow.active_run()
+        # What an interrupt inside mlflow.pyfunc.log_model leaves: a PENDING logged model.
+        client.create_logged_model(
+            run.info.experiment_id, name=model_logging.TEXT_MODEL, source_run_id=run.info.run_id
+        )
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(model_logging, "log_text_model", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            main(["run", str(config)])
+    (run,) = runs(uri)
+    run_id = run.info.run_id
+    assert run.info.status == "KILLED"
+    assert model_logging.log_text_model is original
+    assert main(["resume", run_id]) == 0
+
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    for key in run.data.metrics:
+        steps = [m.step for m in client.get_metric_history(run_id, key)]
+        assert len(steps) == len(set(steps)), (key, steps)  # no test metric twice
+    models = client.search_logged_models(
+        [run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
+    )
+    assert sorted((m.name, str(m.status)) for m in models) == [
+        ("model", "READY"),
+        ("text_model", "READY"),
+    ]
+    ids = {f"models:/{m.model_id}" for m in models}
+    assert {run.data.tags["model_uri"], run.data.tags["text_model_uri"]} == ids
+
+
+HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
+os.write(fd, f"{os.getpid()}\n".encode())
+print("locked", flush=True)
+sys.stdin.read()  # until the test closes stdin
+"""
+
+
+@pytest.mark.slow
+def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsys):
+    uri = migrated_store(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    config = _run_config(tmp_path, log_model=False)
+    with monkeypatch.context() as patch:
+        _interrupt_after_checkpoint(patch, at=0)
+        with pytest.raises(KeyboardInterrupt):
+            main(["run", str(config)])
+    (run,) = runs(uri)
+    run_id = run.info.run_id
+    folder = run.data.tags["checkpoint_dir"]
+    holder = subprocess.Popen(  # stands for the first `resume`, still training
+        [sys.executable, "-c", HOLDER, folder, run_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert main(["resume", run_id]) == errors.EXIT_LOCKED
+        assert "in use by another live process" in capsys.readouterr().err
+        client = mlflow.MlflowClient(uri)
+        assert client.get_metric_history(run_id, "loss") == []  # the refused one logged nothing
+        assert client.get_run(run_id).info.status == "KILLED"  # and did not reopen the run
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)

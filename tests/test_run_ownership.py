@@ -1,0 +1,136 @@
+"""A run's folder is its own: checked before `sync`/`resume` use it, locked while in use (issue 30)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import mlflow
+import pytest
+from experiments_helpers import TINY, TINY_TASKS, migrated_store, runs, snapshot
+from scaleout_helpers import child_env
+
+from experiments import config as config_lib
+from experiments import errors
+from experiments.commands import main
+from experiments.tracking import spool as spool_lib
+from experiments.tracking.tracker import CONFIG_ARTIFACT
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    uri = migrated_store(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("tests", artifact_location=(tmp_path / "art").as_uri())
+    return client, experiment, tmp_path
+
+
+def _spool_with_loss(folder, steps) -> spool_lib.Spool:
+    spool = spool_lib.Spool(folder / spool_lib.SPOOL_DIR)
+    for step in steps:
+        spool.append({"op": "metrics", "metrics": [["loss", 1.0 / step, 0, step]]})
+    spool.close()
+    return spool
+
+
+def test_sync_refuses_another_runs_checkpoint_folder(store, capsys):
+    client, experiment, tmp_path = store
+    run_a = client.create_run(experiment).info.run_id
+    run_b = client.create_run(experiment).info.run_id
+    folder_a = tmp_path / "ck" / run_a
+    _spool_with_loss(folder_a, [1, 2])
+    before = snapshot(folder_a)
+    assert main(["sync", run_b, "--checkpoint-dir", str(folder_a)]) == errors.EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert f"not a checkpoint folder of run {run_b}" in err
+    assert client.get_metric_history(run_b, "loss") == []  # nothing of A merged into B
+    assert snapshot(folder_a) == before  # and A's spool is untouched
+    # A folder the runner marked for run A, whatever its name, is refused for B too.
+    renamed = tmp_path / "ck" / "renamed"
+    folder_a.rename(renamed)
+    (renamed / "run.json").write_text(f'{{"run_id": "{run_a}"}}')
+    assert main(["sync", run_b, "--checkpoint-dir", str(renamed)]) == errors.EXIT_RUN_FAILED
+    assert f"holds the checkpoints and spool of run {run_a}" in capsys.readouterr().err
+    assert main(["sync", run_a, "--checkpoint-dir", str(renamed)]) == 0
+    assert sorted(m.step for m in client.get_metric_history(run_a, "loss")) == [1, 2]
+
+
+def test_a_checkpoint_dir_tag_naming_a_foreign_folder_is_refused(store, capsys):
+    client, experiment, tmp_path = store
+    run_id = client.create_run(experiment).info.run_id
+    victim = tmp_path / "home"  # any folder that happens to hold a `spool/`
+    _spool_with_loss(victim, [1])
+    (victim / "epoch-0001").mkdir()
+    before = snapshot(victim)
+    client.set_tag(run_id, "checkpoint_dir", str(victim))
+    assert main(["sync", run_id]) == errors.EXIT_RUN_FAILED
+    assert "checkpoint_dir tag" in capsys.readouterr().err
+    client.log_text(run_id, config_lib.to_yaml(_tiny_config()), CONFIG_ARTIFACT)
+    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert "checkpoint_dir tag" in capsys.readouterr().err
+    assert snapshot(victim) == before  # neither uploaded, overwrote nor deleted anything
+    assert client.get_metric_history(run_id, "loss") == []
+    client.set_tag(run_id, "checkpoint_dir", "relative/" + run_id)
+    assert main(["sync", run_id]) == errors.EXIT_RUN_FAILED
+    assert "not an absolute path" in capsys.readouterr().err
+
+
+def _tiny_config():
+    return config_lib.validate({"task": TINY_TASKS["needle"], **TINY})
+
+
+def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
+    client, experiment, tmp_path = store
+    run_id = client.create_run(experiment).info.run_id
+    folder = tmp_path / "ck" / run_id
+    (folder / "epoch-0000").mkdir(parents=True)  # a checkpoint whose state.json was lost
+    client.set_tag(run_id, "checkpoint_dir", str(folder))
+    client.log_text(run_id, config_lib.to_yaml(_tiny_config()), CONFIG_ARTIFACT)
+    client.set_terminated(run_id, "KILLED")
+    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert "state.json" in err and "is missing" in err and "new run" in err
+    assert client.get_metric_history(run_id, "loss") == []  # no epoch 1 again
+    run = client.get_run(run_id)
+    assert run.info.status == "KILLED" and "state.json" in run.data.tags["failure_reason"]
+    assert len(runs(mlflow.get_tracking_uri())) == 1
+
+
+HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
+os.write(fd, f"{os.getpid()}\n".encode())
+print("locked", flush=True)
+sys.stdin.read()  # until the test closes stdin
+"""
+
+
+def test_sync_refuses_while_a_live_process_owns_the_run(store, capsys):
+    client, experiment, tmp_path = store
+    run_id = client.create_run(experiment).info.run_id
+    folder = tmp_path / "ck" / run_id
+    _spool_with_loss(folder, [1])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder), run_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert main(["sync", run_id, "--checkpoint-dir", str(folder)]) == errors.EXIT_LOCKED
+        err = capsys.readouterr().err
+        assert f"pid {holder.pid}" in err and "in use by another live process" in err
+        assert (folder / "spool" / "journal.jsonl").is_file()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while main(["sync", run_id, "--checkpoint-dir", str(folder)]) != 0:  # the lock died with it
+        assert time.monotonic() < deadline
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1]

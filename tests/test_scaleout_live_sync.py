@@ -1,0 +1,62 @@
+"""`sync` while the run is still writing its spool is refused, with a real server outage (issue 30)."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import mlflow
+import pytest
+from experiments_helpers import TINY_TASKS, write_config
+from scaleout_helpers import MlflowServer, child_env, cli, metric_steps
+
+from experiments import errors
+from experiments.commands import main
+
+
+def _wait(predicate, proc, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert proc.poll() is None, f"exited before {what}:\n{proc.stdout.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_sync_during_a_live_run_is_refused_and_the_spool_survives(tmp_path, monkeypatch, capsys):
+    server = MlflowServer(tmp_path / "server").start()
+    checkpoints = tmp_path / "ck"
+    config = write_config(
+        tmp_path,
+        TINY_TASKS["needle"],
+        train={"epochs": 300, "checkpoint_dir": str(checkpoints)},
+        tracking={"log_model": False, "heatmap_every": 1000, "experiment": "live"},
+    )
+    http = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    proc = cli(["run", str(config)], child_env(MLFLOW_TRACKING_URI=server.uri, **http), tmp_path)
+    try:
+        _wait(lambda: list(checkpoints.glob("*/state.json")), proc, 300, "first checkpoint")
+        (run_dir,) = checkpoints.iterdir()
+        run_id = run_dir.name
+        server.stop()  # an outage: the run goes on, spooling
+        journal = run_dir / "spool" / "journal.jsonl"
+        _wait(journal.is_file, proc, 120, "spool")
+        server.start()  # back, while the run still spools (its link is in its cool-down)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", server.uri)
+        for key, value in http.items():
+            monkeypatch.setenv(key, value)
+        assert main(["sync", run_id]) == errors.EXIT_LOCKED
+        assert "in use by another live process" in capsys.readouterr().err
+        assert journal.is_file()  # the spool the run writes was neither uploaded nor deleted
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=180)
+        assert main(["sync", run_id]) == 0  # the owner is gone: sync may go on
+        client = mlflow.MlflowClient(server.uri)
+        steps = metric_steps(client, run_id)["loss"]
+        assert steps == sorted(set(steps)) and steps[0] == 1
+        assert client.get_run(run_id).info.status == "KILLED"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.stop()
