@@ -9,7 +9,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 
+from experiments.commands import main
 from experiments.config import validate
 from experiments.tasks import build_task, lengths, metrics
 from experiments.tasks.split import pad
@@ -127,3 +129,38 @@ def test_an_addition_oracle_scores_one_on_every_length_bucket():
             answers.append(vocab.encode(str(int(a) + int(b)).ljust(width)) + [END])
         decoded = pad(answers, split.y.shape[1])
         assert metrics.exact_match(split.y, decoded) == 1.0, name
+
+
+@pytest.mark.slow
+def test_random_labels_on_a_duplicated_csv_score_chance_and_the_copies_are_logged(
+    tmp_path, monkeypatch, capsys
+):
+    # One word of its own per text, so a model can learn each training text's label by heart.
+    rng = random.Random(5)
+    lines = ["text,label"]
+    for i in range(150):
+        label = rng.choice(["pos", "neg"])
+        lines += [
+            f"item{i} was seen,{label}",
+            f"Item{i}  was SEEN ,{label}",
+            f"item{i} was seen,{label}",
+        ]
+    path = tmp_path / "dup.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    uri = migrated_store(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    config = write_config(
+        tmp_path,
+        {**TINY_TASKS["textcls"], "path": str(path), "test_fraction": 0.3},
+        model={"embedding_dim": 16, "units": 16},
+        train={"epochs": 12, "learning_rate": 0.02, "eval_examples": 64},
+        tracking={"log_model": False},
+    )
+    assert main(["run", str(config)]) == 0
+    assert "300 rows repeat an earlier row's input" in capsys.readouterr().out
+    (run,) = runs(uri)
+    metrics = run.data.metrics
+    assert metrics["duplicate_rows"] == 300
+    assert metrics["train_accuracy"] > 0.9  # it did learn the training texts by heart
+    assert abs(metrics["test_accuracy"] - 0.5) < 0.2, metrics["test_accuracy"]
