@@ -138,7 +138,7 @@ def test_random_labels_on_a_duplicated_csv_score_chance_and_the_copies_are_logge
     # One word of its own per text, so a model can learn each training text's label by heart.
     rng = random.Random(5)
     lines = ["text,label"]
-    for i in range(150):
+    for i in range(100):
         label = rng.choice(["pos", "neg"])
         lines += [
             f"item{i} was seen,{label}",
@@ -153,14 +153,14 @@ def test_random_labels_on_a_duplicated_csv_score_chance_and_the_copies_are_logge
     config = write_config(
         tmp_path,
         {**TINY_TASKS["textcls"], "path": str(path), "test_fraction": 0.3},
-        model={"embedding_dim": 16, "units": 16},
-        train={"epochs": 12, "learning_rate": 0.02, "eval_examples": 64},
+        model={"embedding_dim": 16, "units": 16, "rnn": "gru", "bidirectional": False},
+        train={"epochs": 6, "batch_size": 64, "learning_rate": 0.05, "eval_examples": 64},
         tracking={"log_model": False},
     )
     assert main(["run", str(config)]) == 0
-    assert "300 rows repeat an earlier row's input" in capsys.readouterr().out
+    assert "200 rows repeat an earlier row's input" in capsys.readouterr().out
     (run,) = runs(uri)
     metrics = run.data.metrics
-    assert metrics["duplicate_rows"] == 300
+    assert metrics["duplicate_rows"] == 200
     assert metrics["train_accuracy"] > 0.9  # it did learn the training texts by heart
     assert abs(metrics["test_accuracy"] - 0.5) < 0.2, metrics["test_accuracy"]
