@@ -77,6 +77,7 @@ def test_early_stopping_evaluates_the_best_epoch_on_the_whole_test_split(referen
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-5), key
     assert stopped.data.metrics["best_epoch"] == 1
+    assert stopped.data.params["val_eval_rows"] == str(TRAIN["eval_examples"])
 
 
 @pytest.mark.slow

@@ -166,7 +166,7 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     if task.duplicate_rows:
         print(
             f"{task.name}: {task.duplicate_rows} rows repeat an earlier row's input; "
-            "every copy was put in the split of its first, so no validation or test input "
+            "all copies of an input are in one split, so no validation or test input "
             "is a training input"
         )
 
