@@ -62,7 +62,8 @@ class EvalMetrics(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         for name in self.task.kind.fit_metrics:
-            logs[f"train_{name}"] = logs.pop(name)
+            if name in logs:
+                logs[f"train_{name}"] = logs.pop(name)
         model = supervision.task_model(self.model)
         for name, value in self.task.kind.evaluate(model, self.task, self.split).items():
             logs.setdefault(f"val_{name}", value)

@@ -71,6 +71,14 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             f"{cfg.train.early_stopping.monitor!r}; expected a metric this task logs, "
             f"one of {', '.join(sorted(known))}"
         )
+    es = cfg.train.early_stopping
+    directed = {"loss", *kind.fit_metrics}  # Keras knows which way these go, for mode 'auto'
+    if es and es.mode == "auto" and es.monitor.removeprefix("val_") not in directed:
+        raise ConfigError(
+            f"invalid config:\n  train.early_stopping.mode: got 'auto' with monitor "
+            f"{es.monitor!r}; expected 'max' or 'min' (whether {es.monitor} should rise "
+            f"or fall is known for loss, val_loss and val_<compiled metric> only)"
+        )
     return Prepared(cfg, task)
 
 
