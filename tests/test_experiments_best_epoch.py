@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import keras
 import mlflow
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from scaleout_helpers import metric_steps
 from experiments.commands import main
 from experiments.config import validate
 from experiments.training import run as training_run
+from experiments.training.callbacks import Checkpoint
 
 # No later epoch can beat the first by `min_delta`: the run stops after its second epoch,
 # whose weights are not the best.
@@ -99,30 +101,56 @@ def test_the_logged_model_holds_the_best_epochs_weights(reference):
     assert sorted(p.name for p in run_dir.glob("best-*")) == ["best-0000.weights.h5"]
 
 
-@pytest.mark.slow
-def test_a_kill_after_the_early_stop_then_resume_equals_uninterrupted(reference, monkeypatch):
-    folder, uri, _, stopped = reference
-    original = training_run._finish
+class _KillAfterCheckpoint(keras.callbacks.Callback):
+    """Ctrl+C once the stopping epoch (index 1) is checkpointed, before MLflow logs it."""
 
-    def killed(*args, **kwargs):  # the stop fired, fit returned: killed before the test metrics
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+
+def _kill_after_checkpoint(monkeypatch) -> None:
+    original = training_run.make_callbacks
+
+    def patched(*args, **kwargs):
+        callbacks = original(*args, **kwargs)
+        index = next(i for i, c in enumerate(callbacks) if isinstance(c, Checkpoint))
+        return [*callbacks[: index + 1], _KillAfterCheckpoint(), *callbacks[index + 1 :]]
+
+    monkeypatch.setattr(training_run, "make_callbacks", patched)
+
+
+def _kill_in_finish(monkeypatch) -> None:
+    def killed(*args, **kwargs):  # fit returned: killed before the test metrics
         raise KeyboardInterrupt
 
     monkeypatch.setattr(training_run, "_finish", killed)
-    with pytest.raises(KeyboardInterrupt):
-        _run(folder / "killed", uri, epochs=3, early_stopping=STOPS_AFTER_TWO)
-    monkeypatch.setattr(training_run, "_finish", original)
-    (killed_run,) = runs(uri, "killed")
-    assert killed_run.info.status == "KILLED"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    assert main(["resume", killed_run.info.run_id]) == 0
 
-    resumed = mlflow.MlflowClient(uri).get_run(killed_run.info.run_id)
-    assert resumed.info.status == "FINISHED"
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "kill", [_kill_after_checkpoint, _kill_in_finish], ids=["checkpoint", "finish"]
+)
+def test_a_kill_after_the_early_stop_then_resume_equals_uninterrupted(reference, kill):
+    folder, uri, _, stopped = reference
+    name = f"killed-{kill.__name__}"
+    with pytest.MonkeyPatch.context() as patch:
+        kill(patch)
+        with pytest.raises(KeyboardInterrupt):
+            _run(folder / name, uri, epochs=3, early_stopping=STOPS_AFTER_TWO)
+    (killed_run,) = runs(uri, name)
+    assert killed_run.info.status == "KILLED"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        assert main(["resume", killed_run.info.run_id]) == 0
+
     client = mlflow.MlflowClient(uri)
+    resumed = client.get_run(killed_run.info.run_id)
+    assert resumed.info.status == "FINISHED"
+    # The same epochs (none trained after the stop, each logged once), the same numbers.
     assert metric_steps(client, resumed.info.run_id) == metric_steps(client, stopped.info.run_id)
     assert resumed.data.metrics["best_epoch"] == 1
     got, expected = _test_metrics(resumed), _test_metrics(stopped)
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-5), key
-    assert np.isfinite(list(got.values())).all()
