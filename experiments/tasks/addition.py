@@ -63,7 +63,7 @@ def _questions(rng, cfg, vocab, wanted: int, digits: int, seen: set):
             if key in seen or len(pairs) == wanted:
                 continue
             seen.add(key)
-            pairs.append(_pair(a, b, digits, cfg.digits, cfg.reverse_input))
+            pairs.append(_pair(a, b, digits, cfg.reverse_input))
             lengths.append(len(str(key[1])))
     return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
 
@@ -82,18 +82,19 @@ def _longer_questions(rng, cfg, vocab, wanted: int, seen: set):
         if key in seen:
             continue
         seen.add(key)
-        pairs.append(_pair(a, b, cfg.test_digits, cfg.digits, cfg.reverse_input))
+        pairs.append(_pair(a, b, cfg.test_digits, cfg.reverse_input, cfg.digits))
         lengths.append(size)
     return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
 
 
-def _pair(a: int, b: int, digits: int, answer_digits: int, reverse_input: bool):
+def _pair(a: int, b: int, digits: int, reverse_input: bool, answer_digits: int | None = None):
     """The question `a+b` padded to `2 * digits + 1` characters (reversed if asked) and its
-    answer padded to `answer_digits + 1` (the training width, in every split)."""
+    answer padded to `answer_digits + 1` (default `digits + 1`; the training width, in every
+    split)."""
     question = f"{a}+{b}".ljust(2 * digits + 1)
     if reverse_input:
         question = question[::-1]
-    return list(question), list(answer(a, b, answer_digits))
+    return list(question), list(answer(a, b, digits if answer_digits is None else answer_digits))
 
 
 def answer(a: int, b: int, digits: int) -> str:
