@@ -35,6 +35,11 @@ BAD_CASES = {
     "seq2seq_layers": ({"task": TINY_TASKS["reverse"]}, ["model.num_layers=2"], "model.num_layers"),
     "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
+    "monitor_without_direction": (
+        {},
+        ["train.early_stopping={monitor: val_macro_f1}"],
+        "train.early_stopping.mode",
+    ),
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
     "section_not_mapping": ({"train": 5}, [], "train"),
     "zero_test_fraction": ({}, ["task.test_fraction=0"], "task.test_fraction"),

@@ -77,7 +77,7 @@ def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
     resumed = mlflow.MlflowClient(uri).get_run(interrupted.info.run_id)
     assert resumed.info.status == "FINISHED"
     assert len(runs(uri)) == 2  # no new run was created
-    for key in ("loss", "val_loss", "accuracy", "alignment_accuracy", "epoch_seconds"):
+    for key in ("loss", "val_loss", "train_accuracy", "val_alignment_accuracy", "epoch_seconds"):
         steps = sorted(m.step for m in _history(uri, resumed.info.run_id, key))
         assert steps == list(range(1, EPOCHS + 1)), (key, steps)
     # Same batches, same optimizer state: the same losses as the uninterrupted run.

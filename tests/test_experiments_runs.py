@@ -25,13 +25,14 @@ from experiments.tracking.tracker import ARTIFACT_THREAD
 
 TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_version"}
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}
-COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second", "attention_entropy"}
+COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second"}
+COMMON_METRICS |= {"val_attention_entropy", "test_attention_entropy", "duplicate_rows"}
 TASK_METRICS = {
-    "needle": {"accuracy", "val_accuracy", "val_macro_f1", "alignment_accuracy"},
-    "textcls": {"accuracy", "val_accuracy", "val_macro_f1"},
-    "reverse": {"val_token_accuracy", "val_exact_match", "alignment_accuracy"},
-    "dates": {"val_token_accuracy", "val_exact_match"},
-    "addition": {"val_token_accuracy", "val_exact_match"},
+    "needle": {"train_accuracy", "val_accuracy", "val_macro_f1", "val_alignment_accuracy"},
+    "textcls": {"train_accuracy", "val_accuracy", "val_macro_f1"},
+    "reverse": {"val_token_accuracy", "val_exact_match_greedy", "val_alignment_accuracy"},
+    "dates": {"val_token_accuracy", "val_exact_match_greedy"},
+    "addition": {"val_token_accuracy", "val_exact_match_greedy"},
     "charlm": {"val_perplexity", "val_bits_per_char"},
 }
 SAMPLES = {"reverse": 2, "charlm": 2}
@@ -138,10 +139,14 @@ def test_mechanisms_attention_losses_and_length_buckets(task, attention, train, 
     if "test_min_length" in task or "test_digits" in task:
         longer = ["len_7_8", "len_9_10", "len_11_12"] if "test_min_length" in task else []
         longer = longer or ["len_3_3", "len_4_4"]  # addition: digits of the longer operand
-        seen = {k.removeprefix("test_exact_match_") for k in metrics if "exact_match_len_" in k}
+        seen = {
+            k.removeprefix("test_exact_match_greedy_")
+            for k in metrics
+            if "exact_match_greedy_len_" in k
+        }
         assert set(longer) < seen and len(seen) == len(longer) + 1, seen  # + the test split's
         for name in seen:
-            assert 0.0 <= metrics[f"test_exact_match_{name}"] <= 1.0, name
+            assert 0.0 <= metrics[f"test_exact_match_greedy_{name}"] <= 1.0, name
             assert f"test_token_accuracy_{name}" in metrics
         assert {"length_generalisation.json", "length_generalisation.png"} <= files
     else:
@@ -270,7 +275,7 @@ def test_sweep_creates_parent_nested_runs_and_comparison(store, tmp_path):
     )
     table = json.loads(Path(local).read_text())
     assert len(table["data"]) == 3
-    assert {"run_id", "model.attention.score", "test_exact_match"} <= set(table["columns"])
+    assert {"run_id", "model.attention.score", "test_exact_match_greedy"} <= set(table["columns"])
 
 
 def test_bad_grid_exits_2_before_any_run(store, tmp_path, capsys):

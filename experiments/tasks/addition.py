@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.split import make_splits, seq2seq_split
+from experiments.tasks.split import (
+    duplicate_count,
+    generalization_rng,
+    make_splits,
+    row_keys,
+    seq2seq_split,
+)
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import Vocab
 
@@ -16,7 +22,9 @@ def build(cfg) -> Task:
     `2 * digits + 1` characters and (by default) reversed, and the answer is
     padded with spaces to `digits + 1` characters. With `test_digits`, a
     generalisation split (as many questions as the test split) has a longer
-    operand of `digits + 1 .. test_digits` digits, padded to its own width.
+    operand of `digits + 1 .. test_digits` digits: its questions are padded to
+    their own width, its answers as the training answers are (so a correct sum
+    reads the same in every split; a longer sum is its digits alone).
     """
     rng = np.random.default_rng(cfg.seed)
     capacity = (10**cfg.digits) * (10**cfg.digits + 1) // 2
@@ -26,7 +34,9 @@ def build(cfg) -> Task:
     train, val, test, probes = make_splits(data, cfg, rng)
     generalization = None
     if cfg.test_digits is not None:
-        generalization = _longer_questions(rng, cfg, vocab, len(test), seen)
+        generalization = _longer_questions(
+            generalization_rng(cfg.seed), cfg, vocab, len(test), seen
+        )
     return Task(
         "addition",
         "seq2seq",
@@ -37,6 +47,7 @@ def build(cfg) -> Task:
         probes,
         target_vocab=vocab,
         generalization=generalization,
+        duplicate_rows=duplicate_count(row_keys(data.x)),
         # a typed question is padded and reversed as `_pair` does
         tokenizer={"split": "chars", "pad_to": 2 * cfg.digits + 1, "reverse": cfg.reverse_input},
     )
@@ -71,18 +82,25 @@ def _longer_questions(rng, cfg, vocab, wanted: int, seen: set):
         if key in seen:
             continue
         seen.add(key)
-        pairs.append(_pair(a, b, cfg.test_digits, cfg.reverse_input))
+        pairs.append(_pair(a, b, cfg.test_digits, cfg.reverse_input, cfg.digits))
         lengths.append(size)
     return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
 
 
-def _pair(a: int, b: int, digits: int, reverse_input: bool):
+def _pair(a: int, b: int, digits: int, reverse_input: bool, answer_digits: int | None = None):
     """The question `a+b` padded to `2 * digits + 1` characters (reversed if asked) and its
-    answer padded to `digits + 1`."""
+    answer padded to `answer_digits + 1` (default `digits + 1`; the training width, in every
+    split)."""
     question = f"{a}+{b}".ljust(2 * digits + 1)
     if reverse_input:
         question = question[::-1]
-    return list(question), list(str(a + b).ljust(digits + 1))
+    return list(question), list(answer(a, b, digits if answer_digits is None else answer_digits))
+
+
+def answer(a: int, b: int, digits: int) -> str:
+    """The target text of `a+b` for operands of up to `digits` digits: the sum, padded with
+    spaces to `digits + 1` characters (a longer sum is not cut)."""
+    return str(a + b).ljust(digits + 1)
 
 
 def _numbers(rng, digits: int, count: int) -> np.ndarray:

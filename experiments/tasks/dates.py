@@ -6,7 +6,7 @@ import datetime as dt
 
 import numpy as np
 
-from experiments.tasks.split import make_splits, seq2seq_split
+from experiments.tasks.split import duplicate_count, make_splits, row_keys, seq2seq_split
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import Vocab
 
@@ -65,5 +65,13 @@ def build(cfg) -> Task:
     data = seq2seq_split(pairs, source_vocab, target_vocab)
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
-        "dates", "seq2seq", source_vocab, train, val, test, probes, target_vocab=target_vocab
+        "dates",
+        "seq2seq",
+        source_vocab,
+        train,
+        val,
+        test,
+        probes,
+        target_vocab=target_vocab,
+        duplicate_rows=duplicate_count(row_keys(data.x)),
     )

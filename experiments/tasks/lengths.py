@@ -4,7 +4,7 @@ over the groups.
 The test split (lengths seen in training) is one bucket; the generalisation
 split (longer examples, `Task.generalization`) is cut into at most three
 buckets of equal width. Bucket names (`len_13_16`) suffix the metric names
-(`test_exact_match_len_13_16`).
+(`test_exact_match_greedy_len_13_16`).
 """
 
 from __future__ import annotations

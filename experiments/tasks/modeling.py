@@ -40,12 +40,21 @@ def forward(model, split, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray
     return np.concatenate(logits), np.concatenate(weights)
 
 
-def decode(model, gen_cfg, prompts, max_length: int, **token_ids) -> np.ndarray:
-    """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`).
+def decode(
+    model, gen_cfg, prompts, max_length: int, batch_size: int | None = None, **token_ids
+) -> np.ndarray:
+    """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`),
+    `batch_size` prompts at a time (None: all at once).
 
     `prompts` are source ids (B, S) for a seq2seq model and lists of ids for a
     language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with.
     """
+    if batch_size is not None and len(prompts) > batch_size:
+        parts = [
+            decode(model, gen_cfg, prompts[start : start + batch_size], max_length, **token_ids)
+            for start in range(0, len(prompts), batch_size)
+        ]
+        return np.concatenate(parts)
     result = generate(
         model,
         prompts,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.split import Split, make_splits, pad
+from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import Vocab
 
@@ -44,4 +44,5 @@ def build(cfg) -> Task:
         probes,
         class_names=needles,
         tokenizer={"split": "whitespace"},
+        duplicate_rows=duplicate_count(row_keys(data.x)),
     )

@@ -6,7 +6,13 @@ import string
 
 import numpy as np
 
-from experiments.tasks.split import make_splits, seq2seq_split
+from experiments.tasks.split import (
+    duplicate_count,
+    generalization_rng,
+    make_splits,
+    row_keys,
+    seq2seq_split,
+)
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import Vocab
 
@@ -15,7 +21,8 @@ def build(cfg) -> Task:
     """Random strings over the first `alphabet_size` letters, and their reversal.
 
     With `test_min_length`/`test_max_length`, a generalisation split of longer
-    strings (as many as the test split) is made too, from the same alphabet.
+    strings (as many as the test split) is made too, from the same alphabet and
+    its own random stream (`generalization_rng`).
     """
     rng = np.random.default_rng(cfg.seed)
     letters = list(string.ascii_lowercase[: cfg.alphabet_size])
@@ -25,7 +32,13 @@ def build(cfg) -> Task:
     generalization = None
     if cfg.test_min_length is not None:
         generalization = _strings(
-            rng, letters, vocab, len(test), cfg.test_min_length, cfg.test_max_length, cycle=True
+            generalization_rng(cfg.seed),
+            letters,
+            vocab,
+            len(test),
+            cfg.test_min_length,
+            cfg.test_max_length,
+            cycle=True,
         )
     return Task(
         "reverse",
@@ -37,6 +50,7 @@ def build(cfg) -> Task:
         probes,
         target_vocab=vocab,
         generalization=generalization,
+        duplicate_rows=duplicate_count(row_keys(data.x)),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,16 @@ class Split:
         )
 
 
+# The generalisation split's random stream, beside the task seed's main one.
+GENERALIZATION_STREAM = 1
+
+
+def generalization_rng(seed: int) -> np.random.Generator:
+    """The generator of a task's generalisation split: its own stream of the task seed, so
+    that its examples do not depend on how much data was drawn before them."""
+    return np.random.default_rng([seed, GENERALIZATION_STREAM])
+
+
 def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
     """Right-pad integer rows with 0 into an int32 array."""
     length = length or max((len(r) for r in rows), default=1)
@@ -62,18 +73,45 @@ def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
     return out
 
 
-def split_indices(n: int, val_fraction: float, test_fraction: float, rng) -> tuple:
-    """Shuffled (train, val, test) index arrays; val and test get at least one row."""
-    order = rng.permutation(n)
+def split_indices(keys: Sequence, val_fraction: float, test_fraction: float, rng) -> tuple:
+    """Shuffled (train, val, test) index arrays of the rows, split by key: rows with equal
+    keys (duplicates) land in one split together, so no validation or test input is also a
+    training input. Val and test get at least one key each; with every key distinct this is
+    a plain shuffle of the rows."""
+    groups: dict = {}
+    members = [groups.setdefault(key, len(groups)) for key in keys]
+    rows_of: list[list[int]] = [[] for _ in groups]
+    for row, group in enumerate(members):
+        rows_of[group].append(row)
+    n = len(members)
     n_val = max(1, int(round(n * val_fraction)))
     n_test = max(1, int(round(n * test_fraction)))  # the config refuses test_fraction=0
-    val, test = order[:n_val], order[n_val : n_val + n_test]
-    return order[n_val + n_test :], val, test
+    val, test, train = [], [], []
+    for group in rng.permutation(len(groups)):
+        part = val if len(val) < n_val else test if len(test) < n_test else train
+        part.extend(rows_of[group])
+    as_array = functools.partial(np.asarray, dtype="int64")
+    return as_array(train), as_array(val), as_array(test)
 
 
-def make_splits(data: Split, cfg, rng) -> tuple[Split, Split, Split, Split]:
-    """Train/val/test splits of `data` plus the first `cfg.num_probes` test rows as probes."""
-    train, val, test = split_indices(len(data), cfg.val_fraction, cfg.test_fraction, rng)
+def duplicate_count(keys: Sequence) -> int:
+    """How many rows repeat an earlier row's key."""
+    return len(keys) - len(set(keys))
+
+
+def row_keys(x: np.ndarray) -> list[bytes]:
+    """One key per row of an id array: its bytes (two rows are equal exactly when these are)."""
+    return [row.tobytes() for row in np.ascontiguousarray(x)]
+
+
+def make_splits(data: Split, cfg, rng, keys: Sequence | None = None) -> tuple[Split, ...]:
+    """Train/val/test splits of `data` plus the first `cfg.num_probes` test rows as probes.
+
+    Rows are split by `keys` (default: the input `x` itself), so duplicates never straddle
+    splits (see `split_indices`).
+    """
+    keys = row_keys(data.x) if keys is None else keys
+    train, val, test = split_indices(keys, cfg.val_fraction, cfg.test_fraction, rng)
     test_split = data.take(test)
     return data.take(train), data.take(val), test_split, test_split.take(slice(0, cfg.num_probes))
 

@@ -25,6 +25,8 @@ class Task:
     `experiments/tracking/text_model.py`): `split` is `"chars"`,
     `"whitespace"` or `"regex"` (with `pattern`, `lowercase`), optionally
     with `pad_to`, `reverse`, `max_tokens` and `empty_as_unknown`.
+    `duplicate_rows` counts the rows whose input repeats an earlier row's
+    (all copies of an input go to one split: `split.split_indices`).
     """
 
     name: str
@@ -39,6 +41,7 @@ class Task:
     prompts: list[str] = field(default_factory=list)
     generalization: Split | None = None
     tokenizer: dict = field(default_factory=lambda: {"split": "chars"})
+    duplicate_rows: int = 0
 
     def __post_init__(self):
         if isinstance(self.kind, str):

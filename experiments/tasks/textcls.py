@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from experiments.errors import ConfigError
-from experiments.tasks.split import Split, make_splits, pad
+from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import SPECIALS, UNK, Vocab
 
@@ -76,18 +76,33 @@ def _read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, 
     return rows
 
 
+def normalise(text: str) -> str:
+    """The form two texts are the same in: stripped, whitespace collapsed, casefolded."""
+    return " ".join(text.split()).casefold()
+
+
 def build(cfg) -> Task:
-    """Tokenize, build the vocabulary on the training rows, encode and split."""
+    """Tokenize, build the vocabulary on the training rows, encode and split.
+
+    Rows are split by their normalised text (`normalise`): the copies of a text
+    all go to one split, so no validation or test text is a training text.
+    """
     if cfg.source == "imdb":
         return _imdb(cfg)
     rows = read_rows(cfg.path, cfg.text_field, cfg.label_field)
+    keys = [normalise(text) for text, _ in rows]
+    if len(set(keys)) < 4:
+        raise ConfigError(
+            f"task.path: {cfg.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
+            "rows); expected at least 4, for training, validation and test splits of their own"
+        )
     class_names = sorted({label for _, label in rows})
     labels = np.array([class_names.index(label) for _, label in rows], dtype="int32")
     tokens = [tokenize(text, cfg.lowercase)[: cfg.max_length] for text, _ in rows]
     rng = np.random.default_rng(cfg.seed)
     order = np.arange(len(rows))
     placeholder = Split(order[:, None], labels)
-    train, val, test, probes = make_splits(placeholder, cfg, rng)
+    train, val, test, probes = make_splits(placeholder, cfg, rng, keys)
     counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
     vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
     x = pad([vocab.encode(t) or [UNK] for t in tokens], cfg.max_length)
@@ -99,6 +114,7 @@ def build(cfg) -> Task:
         *encoded,
         class_names=class_names,
         tokenizer=tokenizer(cfg),
+        duplicate_rows=duplicate_count(keys),
     )
 
 
@@ -135,4 +151,5 @@ def _imdb(cfg) -> Task:
         probes,
         class_names=["neg", "pos"],
         tokenizer=tokenizer(cfg),
+        duplicate_rows=duplicate_count(row_keys(x)),
     )

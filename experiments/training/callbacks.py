@@ -50,10 +50,10 @@ class EpochClock(keras.callbacks.Callback):
 
 
 class EvalMetrics(keras.callbacks.Callback):
-    """Adds task metrics on the validation subset as `val_<name>`.
-
-    `alignment_accuracy` and `attention_entropy` (also measured on that
-    subset) keep their plain names.
+    """Names each epoch's metrics by their split: the compiled metrics `fit` measures on the
+    training batches become `train_<name>`, and the task metrics on the validation subset
+    `split` are added as `val_<name>`, except where `fit` has measured that name on the whole
+    validation split (`val_accuracy`): a subset's value never replaces a full split's.
     """
 
     def __init__(self, task, split):
@@ -61,14 +61,20 @@ class EvalMetrics(keras.callbacks.Callback):
         self.task, self.split = task, split
 
     def on_epoch_end(self, epoch, logs=None):
+        for name in self.task.kind.fit_metrics:
+            if name in logs:
+                logs[f"train_{name}"] = logs.pop(name)
         model = supervision.task_model(self.model)
         for name, value in self.task.kind.evaluate(model, self.task, self.split).items():
-            plain = name in ("alignment_accuracy", "attention_entropy")
-            logs[name if plain else f"val_{name}"] = value
+            logs.setdefault(f"val_{name}", value)
 
 
 class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
-    """EarlyStopping whose counters survive a resume."""
+    """EarlyStopping whose counters, best epoch and stop decision survive a resume.
+
+    The best epoch's weights are kept by `Checkpoint` (not in memory, as
+    `restore_best_weights` would), and the run restores them once training ends.
+    """
 
     def __init__(self, restored: dict | None = None, **kwargs):
         super().__init__(**kwargs)
@@ -83,11 +89,17 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
 
     def snapshot(self) -> dict:
         best = None if self.best is None else float(self.best)
-        return {"wait": int(self.wait), "best": best, "best_epoch": int(self.best_epoch)}
+        return {
+            "wait": int(self.wait),
+            "best": best,
+            "best_epoch": int(self.best_epoch),
+            "stopped": bool(self.stopped_epoch > 0),  # Keras stops after epoch 0 at the earliest
+        }
 
 
 class Checkpoint(keras.callbacks.Callback):
-    """Writes model + optimizer + run state after every epoch (see `checkpoints`)."""
+    """Writes model + optimizer + run state after every epoch (see `checkpoints`), and with
+    early stopping the weights of an epoch that is the best so far."""
 
     def __init__(self, folder: Path, early_stopping: ResumableEarlyStopping | None = None):
         super().__init__()
@@ -97,7 +109,11 @@ class Checkpoint(keras.callbacks.Callback):
         state = {"logs": {k: float(v) for k, v in logs.items()}}
         if self.early_stopping is not None:
             state["early_stopping"] = self.early_stopping.snapshot()
+            if self.early_stopping.best_epoch == epoch:
+                checkpoints.save_best(self.folder, self.model, epoch)
         checkpoints.save(self.folder, self.model, epoch, state)
+        if self.early_stopping is not None:
+            checkpoints.prune_best(self.folder, self.early_stopping.best_epoch)
 
 
 class RunLogger(keras.callbacks.Callback):

@@ -13,6 +13,11 @@ sha256 of every file of its checkpoint; `restore` checks both and refuses
 whose bytes changed, as it does an unreadable `state.json`. A checkpoint
 that cannot be written (a full disk) raises `StorageError`, leaving the
 previous one in place.
+
+With early stopping, the weights of the best epoch so far are kept beside
+them as `best-NNNN.weights.h5` (written before the epoch's `state.json`,
+whose `early_stopping.best_epoch` names it), so the final evaluation can
+use them, after a resume too.
 """
 
 from __future__ import annotations
@@ -143,6 +148,28 @@ def _restore(checkpoint: Path, model) -> None:
     if (checkpoint / "rng.npz").is_file():
         with np.load(checkpoint / "rng.npz") as saved:
             rng_state.restore(model, saved)
+
+
+def best_path(folder: Path, epoch: int) -> Path:
+    """The file holding the weights of the best epoch `epoch` (0-based)."""
+    return folder / f"best-{epoch:04d}.weights.h5"
+
+
+def save_best(folder: Path, model, epoch: int) -> None:
+    """Keep `model`'s weights as those of the best epoch `epoch`, atomically."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = best_path(folder, epoch)
+    tmp = final.with_name(f".{final.name}.tmp.weights.h5")  # Keras wants the suffix
+    model.save_weights(tmp)
+    os.replace(tmp, final)
+
+
+def prune_best(folder: Path, epoch: int) -> None:
+    """Delete the best-epoch weights of every epoch but `epoch`."""
+    keep = best_path(folder, epoch).name
+    for old in folder.glob("best-*.weights.h5"):
+        if old.name != keep:
+            old.unlink(missing_ok=True)
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -73,6 +73,14 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             f"{cfg.train.early_stopping.monitor!r}; expected a metric this task logs, "
             f"one of {', '.join(sorted(known))}"
         )
+    es = cfg.train.early_stopping
+    directed = {"loss", *kind.fit_metrics}  # Keras knows which way these go, for mode 'auto'
+    if es and es.mode == "auto" and es.monitor.removeprefix("val_") not in directed:
+        raise ConfigError(
+            f"invalid config:\n  train.early_stopping.mode: got 'auto' with monitor "
+            f"{es.monitor!r}; expected 'max' or 'min' (whether {es.monitor} should rise "
+            f"or fall is known for loss, val_loss and val_<compiled metric> only)"
+        )
     return Prepared(cfg, task)
 
 
@@ -196,7 +204,9 @@ def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
-    tracker.log_params(config_lib.flatten(config_lib.to_dict(cfg)))
+    tracker.log_params(
+        {**config_lib.flatten(config_lib.to_dict(cfg)), "val_eval_rows": _val_rows(cfg, task)}
+    )
     tracker.set_tags(
         {
             "task": task.name,
@@ -211,6 +221,18 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     tracker.log_config(cfg)
     tracker.log_dict(task.vocabularies(), "vocab.json")
     tracker.log_inputs(datasets.dataset_inputs(cfg, task))
+    tracker.log_metrics({"duplicate_rows": task.duplicate_rows}, 0)
+    if task.duplicate_rows:
+        print(
+            f"{task.name}: {task.duplicate_rows} rows repeat an earlier row's input; "
+            "all copies of an input are in one split, so no validation or test input "
+            "is a training input"
+        )
+
+
+def _val_rows(cfg, task) -> int:
+    """How many validation rows the per-epoch task metrics are measured on."""
+    return min(cfg.train.eval_examples, len(task.val))
 
 
 def compile_model(model, cfg, task) -> None:
@@ -243,13 +265,14 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
         compile_model(trained, cfg, task)
         trained(supervision.fit_inputs(trained, task.train.take(slice(0, 2))))  # build weights
     state = checkpoints.load_state(folder)
-    initial_epoch = 0
+    initial_epoch, stopped = 0, False
     if state is not None:
         checkpoints.restore(folder, trained, state, tracker.run_id)
         initial_epoch = state["epoch"] + 1  # also the 1-based step of the checkpointed epoch
         if initial_epoch not in tracker.logged_steps("loss"):
             # Interrupted between checkpoint and logging: log that epoch now, once.
             tracker.log_metrics(state["logs"], initial_epoch)
+        stopped = state.get("early_stopping", {}).get("stopped", False)
     batches = EpochBatches(
         task.train,
         cfg.train.batch_size,
@@ -258,7 +281,7 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
         lambda part: supervision.fit_inputs(trained, part),
     )
     callbacks = make_callbacks(cfg, task, tracker, folder, batches, state)
-    if initial_epoch < cfg.train.epochs:
+    if initial_epoch < cfg.train.epochs and not stopped:
         trained.fit(
             batches,
             validation_data=(supervision.fit_inputs(trained, task.val), task.val.y),
@@ -268,12 +291,25 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
             callbacks=callbacks,
             verbose=cfg.train.verbose,
         )
-    _finish(model, cfg, task, tracker)
+    best_epoch = _restore_best(trained, folder) if cfg.train.early_stopping else None
+    _finish(model, cfg, task, tracker, best_epoch)
+
+
+def _restore_best(trained, folder: Path) -> int | None:
+    """Load the best epoch's weights (what the final evaluation and the logged model use);
+    return that epoch, 1-based like the metrics' steps (None: none was kept)."""
+    best = checkpoints.load_state(folder)["early_stopping"]["best_epoch"]
+    path = checkpoints.best_path(folder, best)
+    if not path.is_file():  # a checkpoint from before best epochs were kept
+        print(f"no weights of the best epoch ({best + 1}) in {folder}: evaluating the last epoch")
+        return None
+    trained.load_weights(path)
+    return best + 1
 
 
 def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
     """Clock, evaluation, early stopping, checkpoint, MLflow logging — in that order."""
-    evaluation_split = task.val.take(slice(0, cfg.train.eval_examples))
+    evaluation_split = task.val.take(slice(0, _val_rows(cfg, task)))
     out = [
         guards.NonFiniteLossGuard(tracker, folder),  # before the checkpoint
         cb.EpochClock(batches, cfg.train.seed, task.kind.tokens_per_epoch(task.train)),
@@ -304,11 +340,11 @@ def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
 
 
 def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
-    """The kind's metrics per length bucket (`test_exact_match_len_13_16`), JSON and a plot."""
+    """The kind's metrics per length bucket (`test_exact_match_greedy_len_13_16`), on every row
+    of the test and generalisation splits; JSON and a plot."""
     kind = task.kind
     per_bucket = {
-        name: kind.evaluate(model, task, split)
-        for name, split in lengths.buckets(task, cfg.train.eval_examples).items()
+        name: kind.evaluate(model, task, split) for name, split in lengths.buckets(task).items()
     }
     if not per_bucket:
         return
@@ -327,13 +363,18 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     tracker.log_figure(lengths.figure(per_bucket, metric, title), "length_generalisation.png")
 
 
-def _finish(model, cfg, task, tracker) -> None:
-    """Test metrics, final heatmaps, the kind's artifacts, samples and the model itself."""
+def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
+    """Test metrics on the whole test split (and `best_epoch`, the epoch whose weights these
+    are, with early stopping), final heatmaps, the kind's artifacts, samples and the model."""
     kind = task.kind
     last_step = max(tracker.logged_steps("loss") or {0})
-    test = task.test.take(slice(0, cfg.train.eval_examples))
-    results = kind.evaluate(model, task, test)
-    tracker.log_metrics_once({f"test_{k}": v for k, v in results.items()}, last_step)
+    test = task.test
+    results = {
+        f"test_{k}": v for k, v in kind.test_metrics(model, task, test, cfg.generate).items()
+    }
+    if best_epoch is not None:
+        results["best_epoch"] = best_epoch
+    tracker.log_metrics_once(results, last_step)
     _log_length_generalisation(model, cfg, task, tracker, last_step)
     cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=last_step)
     artifacts = kind.final_artifacts(model, task, test)

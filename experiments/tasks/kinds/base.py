@@ -56,7 +56,9 @@ class TaskKind:
         default_bidirectional: the encoder's direction when `model.bidirectional` is unset.
         metric_names: what `evaluate` returns besides the attention statistics;
             logged as `val_<name>` each epoch and `test_<name>` at the end.
-        fit_metrics: metrics compiled into the model (logged by `fit` each epoch).
+        fit_metrics: metrics compiled into the model: logged each epoch as
+            `train_<name>` (running mean over the epoch's batches) and, by `fit`
+            on the whole validation split, `val_<name>`.
         primary_metric: the test metric a sweep compares its points on.
         ignore_padding: whether the loss skips `<pad>` targets.
     """
@@ -126,10 +128,11 @@ class TaskKind:
 
     def epoch_metric_names(self, task: Task) -> set[str]:
         """The metrics this kind adds to each epoch's logs (see `evaluate` and `fit_metrics`)."""
-        names = {f"val_{n}" for n in self.metric_names} | set(self.fit_metrics)
-        names.add("attention_entropy")
+        names = {f"val_{n}" for n in self.metric_names}
+        names |= {f"{prefix}_{n}" for n in self.fit_metrics for prefix in ("train", "val")}
+        names.add("val_attention_entropy")
         if task.val.alignment is not None:
-            names.add("alignment_accuracy")
+            names.add("val_alignment_accuracy")
         return names
 
     def evaluate(self, model, task: Task, split: Split) -> dict[str, float]:
@@ -145,6 +148,11 @@ class TaskKind:
         """The values of `metric_names` on `split`, given the model's logits on it."""
         raise NotImplementedError
 
+    def test_metrics(self, model, task: Task, split: Split, gen_cfg: GenerateConfig) -> dict:
+        """What the end of a run reports on `split`: `evaluate`, plus what the configured
+        sampler adds (seq2seq: exact match of beam search)."""
+        return self.evaluate(model, task, split)
+
     def attended_rows(self, split: Split) -> np.ndarray | None:
         """Which attention rows count for the entropy (None: all): the non-padding targets."""
         return split.y != PAD
@@ -155,9 +163,11 @@ class TaskKind:
         """How many tokens to generate: `generate.max_length`, else 100."""
         return gen_cfg.max_length or 100
 
-    def decode(self, model, gen_cfg: GenerateConfig, prompts, max_length: int) -> np.ndarray:
-        """Generated token ids (B, max_length) for `prompts`."""
-        return modeling.decode(model, gen_cfg, prompts, max_length)
+    def decode(
+        self, model, gen_cfg: GenerateConfig, prompts, max_length: int, batch_size=None
+    ) -> np.ndarray:
+        """Generated token ids (B, max_length) for `prompts`, `batch_size` at a time."""
+        return modeling.decode(model, gen_cfg, prompts, max_length, batch_size)
 
     def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:
         """A table of `count` sample generations (none by default, or when `count` is 0)."""

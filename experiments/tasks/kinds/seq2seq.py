@@ -19,6 +19,8 @@ MECHANISM_OPTIONS = (
     "location_features",
     "window",
 )
+# Sources decoded at once when a split is scored.
+EVAL_BATCH = 512
 
 
 class Seq2Seq(TaskKind):
@@ -27,8 +29,8 @@ class Seq2Seq(TaskKind):
     name = "seq2seq"
     model_type = "Seq2Seq"
     default_score = "additive"
-    metric_names = ("token_accuracy", "exact_match")
-    primary_metric = "test_exact_match"
+    metric_names = ("token_accuracy", "exact_match_greedy")
+    primary_metric = "test_exact_match_greedy"
     attention_mechanisms = mechanisms.names()
     has_coverage = True
 
@@ -67,20 +69,33 @@ class Seq2Seq(TaskKind):
 
     def task_metrics(self, model, task, split, logits):
         """Teacher-forced token accuracy, and exact match of greedy decoding."""
-        # exact match is measured on greedy decoding, of the split's target length
-        decoded = self.decode(model, GREEDY, split.x, split.y.shape[1])
         return {
             "token_accuracy": metrics.token_accuracy(split.y, logits),
-            "exact_match": metrics.exact_match(split.y, decoded),
+            "exact_match_greedy": self.exact_match(model, GREEDY, split),
         }
+
+    def test_metrics(self, model, task, split, gen_cfg):
+        """`evaluate`, and with `generate.strategy: beam` also `exact_match_beam` (the
+        sampling strategies are random: their exact match is not a test figure)."""
+        out = self.evaluate(model, task, split)
+        if gen_cfg.strategy == "beam":
+            out["exact_match_beam"] = self.exact_match(model, gen_cfg, split)
+        return out
+
+    def exact_match(self, model, gen_cfg, split) -> float:
+        """Exact match of `split` decoded with `gen_cfg`, up to the split's target length."""
+        decoded = self.decode(model, gen_cfg, split.x, split.y.shape[1], batch_size=EVAL_BATCH)
+        return metrics.exact_match(split.y, decoded)
 
     def decode_length(self, task, gen_cfg):
         """`generate.max_length`, else the task's target length."""
         return gen_cfg.max_length or task.val.y.shape[1]
 
-    def decode(self, model, gen_cfg, prompts, max_length):
+    def decode(self, model, gen_cfg, prompts, max_length, batch_size=None):
         """Decoding starts at `<s>` and stops at `</s>`."""
-        return modeling.decode(model, gen_cfg, prompts, max_length, eos_id=END, start_id=START)
+        return modeling.decode(
+            model, gen_cfg, prompts, max_length, batch_size, eos_id=END, start_id=START
+        )
 
     def sample_rows(self, model, task, gen_cfg, count):
         """Source, target, prediction and whether they match, for the first `count` test rows."""

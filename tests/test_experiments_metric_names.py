@@ -1,0 +1,81 @@
+"""Metric names say what they measure (issue 21): the split as a prefix, the sampler of an exact
+match as a suffix, and a subset's value never under a full split's name."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from experiments.config import GenerateConfig, validate
+from experiments.tasks import build_task, kinds
+from experiments.training.callbacks import EvalMetrics
+
+
+class _StubKind:
+    fit_metrics = ("accuracy",)
+
+    def evaluate(self, model, task, split):  # what a validation subset scores
+        return {
+            "accuracy": 0.1,
+            "macro_f1": 0.2,
+            "alignment_accuracy": 0.3,
+            "attention_entropy": 0.4,
+        }
+
+
+def test_epoch_metrics_are_named_by_their_split():
+    callback = EvalMetrics(types.SimpleNamespace(kind=_StubKind()), split=None)
+    callback.set_model(types.SimpleNamespace())
+    logs = {"loss": 1.0, "accuracy": 0.7, "val_loss": 1.1, "val_accuracy": 0.9}
+    callback.on_epoch_end(0, logs)
+    assert logs == {
+        "loss": 1.0,
+        "train_accuracy": 0.7,  # fit's running mean over the training batches
+        "val_loss": 1.1,
+        "val_accuracy": 0.9,  # fit's, on the whole validation split: kept
+        "val_macro_f1": 0.2,
+        "val_alignment_accuracy": 0.3,
+        "val_attention_entropy": 0.4,
+    }
+
+
+def test_epoch_metric_names_carry_their_split():
+    task = build_task(validate({"task": {"name": "needle", "num_examples": 64}}).task)
+    names = kinds.get("classification").epoch_metric_names(task)
+    assert names == {
+        "train_accuracy",
+        "val_accuracy",
+        "val_macro_f1",
+        "val_alignment_accuracy",
+        "val_attention_entropy",
+    }
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam", "top_k"])
+def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
+    cfg = validate(
+        {
+            "task": {"name": "reverse", "num_examples": 64, "max_length": 5},
+            "model": {"embedding_dim": 4, "units": 4},
+        }
+    )
+    task = build_task(cfg.task)
+    kind = task.kind
+    model = kind.build_model(cfg, task)
+    used = []
+    decode = kind.decode
+
+    def recording(model, gen_cfg, prompts, max_length, batch_size=None):
+        used.append(gen_cfg.strategy)
+        return decode(model, gen_cfg, prompts, max_length, batch_size)
+
+    monkeypatch.setattr(kind, "decode", recording)
+    gen_cfg = GenerateConfig(strategy=strategy, beam_width=2, k=2)
+    results = kind.test_metrics(model, task, task.test, gen_cfg)
+    expected = {"token_accuracy", "exact_match_greedy", "alignment_accuracy", "attention_entropy"}
+    if strategy == "beam":
+        expected.add("exact_match_beam")
+    assert set(results) == expected
+    assert used == (["greedy", "beam"] if strategy == "beam" else ["greedy"])
+    assert all(0.0 <= results[k] <= 1.0 for k in results if k.startswith("exact_match"))
