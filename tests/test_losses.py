@@ -80,3 +80,32 @@ def test_coverage_loss_equals_the_reference_and_ignores_padded_steps():
         float(loss(np.zeros((3,)), alignments)), coverage_reference(alignments).mean(), rtol=1e-5
     )
     assert losses.CoverageLoss.from_config(loss.get_config()).name == "coverage_loss"
+
+
+def test_defaults_keyword_arguments_and_float32_under_another_floatx():
+    alignments = np.zeros((1, 1, 4100), "float32")
+    alignments[0, 0, 4097] = 1.0  # a position float16 cannot hold (it rounds to 4096)
+    positions = np.array([[4097]])
+    assert to_numpy(losses.AlignmentLoss()(positions, alignments)) < 1e-6  # -log(1 + 1e-7)
+    nothing = alignments.copy()
+    nothing[0, 0, 4097] = 0.0
+    np.testing.assert_allclose(
+        to_numpy(losses.AlignmentLoss()(positions, nothing)), -np.log(1e-7), rtol=1e-5
+    )
+    summed = losses.AlignmentLoss(reduction="sum", epsilon=1e-3)
+    pair = random_alignments((2, 3, 4), seed=5)
+    targets = np.array([[0, 1, 2], [3, -1, 0]])
+    np.testing.assert_allclose(
+        float(summed(targets, pair)), alignment_reference(targets, pair, 1e-3).sum(), rtol=1e-5
+    )
+    assert losses.CoverageLoss(reduction="sum").reduction == "sum"
+    floatx = keras.config.floatx()
+    keras.config.set_floatx("float16")
+    try:
+        lost = losses.alignment_loss(positions, alignments)
+        covered = losses.coverage_loss(random_alignments((1, 3, 4), seed=6).astype("float16"))
+    finally:
+        keras.config.set_floatx(floatx)
+    assert keras.backend.standardize_dtype(lost.dtype) == "float32"
+    assert keras.backend.standardize_dtype(covered.dtype) == "float32"
+    assert to_numpy(lost) < 1e-6

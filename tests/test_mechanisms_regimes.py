@@ -163,6 +163,27 @@ def test_noise_is_reproducible_from_the_seed():
     assert not np.allclose(one_step(other, state)[0], runs[0][0], atol=1e-3)
 
 
+def test_noise_and_both_soft_modes_with_one_row_and_one_position():
+    """The smallest shapes: a batch of one (the seed is read from row 0) and a memory of one."""
+    layer = mechanisms.MonotonicAttention("general", sigmoid_noise=3.0, seed=3)
+    layer.build((None, UNITS), (None, LENGTH, UNITS))
+    memory = ops.zeros((1, LENGTH, UNITS))
+    state = layer.initial_state(layer.prepare_keys(memory), None)
+    noisy, _ = layer.call(
+        ops.ones((1, UNITS)), layer.prepare_keys(memory), memory, None, state, training=True
+    )
+    assert np.all(np.isfinite(to_numpy(noisy)))
+    p = np.array([[0.3], [1.0]], "float32")
+    previous = np.ones((2, 1), "float32")
+    for mode in ("parallel", "recursive"):
+        got = to_numpy(
+            monotonic_attention.monotonic_alignments(
+                ops.convert_to_tensor(p), ops.convert_to_tensor(previous), mode
+            )
+        )
+        np.testing.assert_allclose(got, p, atol=1e-7)  # a_0 = p_0 q_0, q_0 = previous_0
+
+
 def test_a_finished_row_does_not_freeze_the_others_noise():
     """The decoder keeps a finished row's state: row 0 stays at step 2 while the others go on."""
     layer = noisy_layer()

@@ -112,6 +112,13 @@ def test_gradients_match_finite_differences(name):
     assert np.any(analytic != 0)
 
 
+def test_entmax15_gradient_is_finite_where_a_threshold_discriminant_is_zero():
+    """z = s / 2 = [1, 1, 0, 0]: for k = 4, 1 - k (mean of squares - mean^2) is exactly 0, where
+    sqrt has an infinite derivative; that branch must not reach the gradient (0 * inf = NaN)."""
+    analytic, _ = gradient(normalizers.entmax15, np.array([[2.0, 2.0, 0.0, 0.0]], "float32"))
+    assert np.all(np.isfinite(analytic))
+
+
 @pytest.mark.parametrize("name", ["hardmax", "sparsemax", "entmax15"])
 def test_every_layer_takes_a_normalizer_by_name(name):
     x = np.random.default_rng(6).normal(size=(2, 5, 4)).astype("float32")
