@@ -303,6 +303,40 @@ def test_initial_weights_are_tfas(units):
     assert weight(general, "scale") == 1.0
 
 
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_coverage_attention_weights_and_the_score_without_bias(use_bias):
+    """The documented shapes (`coverage_kernel` one weight per unit, not one scalar), b = 0 at
+    first and absent without use_bias, where the score has no b."""
+    layer = mechanisms.CoverageAttention(4, use_bias=use_bias)
+    layer.build((None, 3), (None, 5, 2))
+    shapes = {w.path.split("/")[-1]: tuple(w.shape) for w in layer.weights}
+    expected = {"query_kernel": (3, 4), "key_kernel": (2, 4), "coverage_kernel": (4,), "v": (4,)}
+    assert shapes == ({**expected, "b": (4,)} if use_bias else expected)
+    if use_bias:
+        np.testing.assert_array_equal(weight(layer, "b"), np.zeros(4))
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(2, 5, 2)).astype("float32")
+    query = rng.normal(size=(2, 3)).astype("float32")
+    coverage = rng.random((2, 5)).astype("float32")
+    alignments, _ = layer.call(
+        ops.convert_to_tensor(query),
+        layer.prepare_keys(ops.convert_to_tensor(memory)),
+        ops.convert_to_tensor(memory),
+        None,
+        {"coverage": ops.convert_to_tensor(coverage)},
+    )
+    hidden = np.tanh(
+        (query @ weight(layer, "query_kernel"))[:, None]
+        + memory @ weight(layer, "key_kernel")
+        + coverage[..., None] * weight(layer, "coverage_kernel")
+        + (weight(layer, "b") if use_bias else 0.0)
+    )
+    scores_ = hidden @ weight(layer, "v")
+    expected_weights = np.exp(scores_ - scores_.max(-1, keepdims=True))
+    expected_weights /= expected_weights.sum(-1, keepdims=True)
+    np.testing.assert_allclose(to_numpy(alignments), expected_weights, atol=1e-6)
+
+
 # -- coverage loss ---------------------------------------------------------------------------
 
 
@@ -317,3 +351,9 @@ def test_coverage_loss_averages_over_real_steps_only():
     expected = [per_step[0, :2].mean(), per_step[1].mean()]
     np.testing.assert_allclose(to_numpy(losses.coverage_loss(alignments)), expected, rtol=1e-6)
     assert expected[0] != per_step[0].mean()  # the test tells the two averages apart
+
+
+def test_the_mechanism_registry_names_every_mechanism():
+    assert mechanisms.names() == ("content", "monotonic", "location", "coverage", "local_p")
+    for name in mechanisms.names():
+        assert issubclass(mechanisms.class_for(name), mechanisms.Mechanism)
