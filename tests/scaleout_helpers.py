@@ -151,3 +151,15 @@ def metric_steps(client, run_id: str, *, system: bool = False) -> dict[str, list
         for key in run.data.metrics
         if key.startswith("system/") == system
     }
+
+
+# A process holding a run's lock as a live run does: argv[1] the checkpoint folder; it prints
+# "locked", then holds the lock until its stdin is closed.
+LOCK_HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
+os.write(fd, f"{os.getpid()}\n".encode())
+print("locked", flush=True)
+sys.stdin.read()  # until the test closes stdin
+"""

@@ -8,7 +8,7 @@ import sys
 import mlflow
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
-from scaleout_helpers import child_env
+from scaleout_helpers import LOCK_HOLDER, child_env
 from test_experiments_resume import _interrupt_after_checkpoint
 
 from experiments import errors
@@ -69,16 +69,6 @@ def test_ctrl_c_while_logging_the_model_then_resume_logs_everything_once(tmp_pat
     assert {run.data.tags["model_uri"], run.data.tags["text_model_uri"]} == ids
 
 
-HOLDER = r"""
-import fcntl, os, sys
-fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
-os.write(fd, f"{os.getpid()}\n".encode())
-print("locked", flush=True)
-sys.stdin.read()  # until the test closes stdin
-"""
-
-
 @pytest.mark.slow
 def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsys):
     uri = migrated_store(tmp_path)
@@ -93,7 +83,7 @@ def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsy
     run_id = run.info.run_id
     folder = run.data.tags["checkpoint_dir"]
     holder = subprocess.Popen(  # stands for the first `resume`, still training
-        [sys.executable, "-c", HOLDER, folder, run_id],
+        [sys.executable, "-c", LOCK_HOLDER, folder, run_id],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=child_env(),

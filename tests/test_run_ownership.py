@@ -9,7 +9,7 @@ import time
 import mlflow
 import pytest
 from experiments_helpers import TINY, TINY_TASKS, migrated_store, runs, snapshot
-from scaleout_helpers import child_env
+from scaleout_helpers import LOCK_HOLDER, child_env
 
 from experiments import config as config_lib
 from experiments import errors
@@ -99,23 +99,13 @@ def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
     assert len(runs(mlflow.get_tracking_uri())) == 1
 
 
-HOLDER = r"""
-import fcntl, os, sys
-fd = os.open(os.path.join(sys.argv[1], "run.lock"), os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)  # as the live run holds it (see run_lock)
-os.write(fd, f"{os.getpid()}\n".encode())
-print("locked", flush=True)
-sys.stdin.read()  # until the test closes stdin
-"""
-
-
 def test_sync_refuses_while_a_live_process_owns_the_run(store, capsys):
     client, experiment, tmp_path = store
     run_id = client.create_run(experiment).info.run_id
     folder = tmp_path / "ck" / run_id
     _spool_with_loss(folder, [1])
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(folder), run_id],
+        [sys.executable, "-c", LOCK_HOLDER, str(folder), run_id],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=child_env(),
