@@ -43,6 +43,19 @@ def test_a_damaged_checkpoint_file_is_refused(tmp_path):
         checkpoints.restore(folder, _model(), state)
 
 
+def test_damaged_best_epoch_weights_are_refused(tmp_path):
+    folder = tmp_path / "run"
+    model = _model()
+    digest = checkpoints.save_best(folder, model, 2)
+    reloaded = _model()
+    checkpoints.load_best(folder, reloaded, 2, digest)  # intact: accepted, the same weights
+    for mine, theirs in zip(model.get_weights(), reloaded.get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+    _flip_byte(checkpoints.best_path(folder, 2), offset=-64)
+    with pytest.raises(CorruptData, match=r"best-0002\.weights\.h5 are damaged"):
+        checkpoints.load_best(folder, _model(), 2, digest)
+
+
 def test_unreadable_state_and_legacy_damage_give_one_clear_line(tmp_path):
     folder = tmp_path / "run"
     checkpoints.save(folder, _model(), 0, {"logs": {}})

@@ -101,16 +101,23 @@ class Checkpoint(keras.callbacks.Callback):
     """Writes model + optimizer + run state after every epoch (see `checkpoints`), and with
     early stopping the weights of an epoch that is the best so far."""
 
-    def __init__(self, folder: Path, early_stopping: ResumableEarlyStopping | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        early_stopping: ResumableEarlyStopping | None = None,
+        best_sha256: str | None = None,
+    ):
         super().__init__()
         self.folder, self.early_stopping = folder, early_stopping
+        self.best_sha256 = best_sha256  # of the best epoch's weights (from a resumed state)
 
     def on_epoch_end(self, epoch, logs=None):
         state = {"logs": {k: float(v) for k, v in logs.items()}}
         if self.early_stopping is not None:
             state["early_stopping"] = self.early_stopping.snapshot()
             if self.early_stopping.best_epoch == epoch:
-                checkpoints.save_best(self.folder, self.model, epoch)
+                self.best_sha256 = checkpoints.save_best(self.folder, self.model, epoch)
+            state["best_sha256"] = self.best_sha256
         checkpoints.save(self.folder, self.model, epoch, state)
         if self.early_stopping is not None:
             checkpoints.prune_best(self.folder, self.early_stopping.best_epoch)

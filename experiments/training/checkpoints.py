@@ -16,8 +16,8 @@ previous one in place.
 
 With early stopping, the weights of the best epoch so far are kept beside
 them as `best-NNNN.weights.h5` (written before the epoch's `state.json`,
-whose `early_stopping.best_epoch` names it), so the final evaluation can
-use them, after a resume too.
+whose `early_stopping.best_epoch` names it and `best_sha256` checks it), so
+the final evaluation can use them, after a resume too.
 """
 
 from __future__ import annotations
@@ -155,13 +155,40 @@ def best_path(folder: Path, epoch: int) -> Path:
     return folder / f"best-{epoch:04d}.weights.h5"
 
 
-def save_best(folder: Path, model, epoch: int) -> None:
-    """Keep `model`'s weights as those of the best epoch `epoch`, atomically."""
+def save_best(folder: Path, model, epoch: int) -> str:
+    """Keep `model`'s weights as those of the best epoch `epoch`, atomically and fsync'ed;
+    returns their sha256 (the run state records it, `load_best` checks it)."""
     folder.mkdir(parents=True, exist_ok=True)
     final = best_path(folder, epoch)
     tmp = final.with_name(f".{final.name}.tmp.weights.h5")  # Keras wants the suffix
-    model.save_weights(tmp)
-    os.replace(tmp, final)
+    try:
+        model.save_weights(tmp)
+        digest = _sha256(tmp)
+        _fsync_file(tmp)
+        os.replace(tmp, final)
+        _fsync_dir(folder)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(
+            f"cannot write the best epoch's weights {final} ({err}); the previous checkpoint "
+            "is kept. Free space there, then resume the run",
+            folder,
+        ) from err
+    return digest
+
+
+def load_best(folder: Path, model, epoch: int, digest: str | None) -> None:
+    """Load the best epoch's weights, refusing them (`CorruptData`) if their bytes changed."""
+    path = best_path(folder, epoch)
+    if digest is not None and _sha256(path) != digest:
+        raise CorruptData(
+            f"the best epoch's weights {path} are damaged (their sha256 is not the one recorded "
+            f"in {folder / 'state.json'}); they are refused: start a new run"
+        )
+    try:
+        model.load_weights(path)
+    except (OSError, ValueError) as err:
+        raise CorruptData(f"the best epoch's weights {path} cannot be read ({err})") from None
 
 
 def prune_best(folder: Path, epoch: int) -> None:

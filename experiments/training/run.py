@@ -298,12 +298,12 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
 def _restore_best(trained, folder: Path) -> int | None:
     """Load the best epoch's weights (what the final evaluation and the logged model use);
     return that epoch, 1-based like the metrics' steps (None: none was kept)."""
-    best = checkpoints.load_state(folder)["early_stopping"]["best_epoch"]
-    path = checkpoints.best_path(folder, best)
-    if not path.is_file():  # a checkpoint from before best epochs were kept
+    state = checkpoints.load_state(folder)
+    best = state["early_stopping"]["best_epoch"]
+    if not checkpoints.best_path(folder, best).is_file():  # from before best epochs were kept
         print(f"no weights of the best epoch ({best + 1}) in {folder}: evaluating the last epoch")
         return None
-    trained.load_weights(path)
+    checkpoints.load_best(folder, trained, best, state.get("best_sha256"))
     return best + 1
 
 
@@ -326,7 +326,7 @@ def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
             min_delta=es.min_delta,
         )
         out.append(stopper)
-    out.append(cb.Checkpoint(folder, stopper))
+    out.append(cb.Checkpoint(folder, stopper, (state or {}).get("best_sha256")))
     out.append(
         cb.RunLogger(
             tracker,
