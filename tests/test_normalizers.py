@@ -132,3 +132,14 @@ def test_every_layer_takes_a_normalizer_by_name(name):
     assert np.all(to_numpy(pooled)[1, 2:] == 0) and np.all(to_numpy(seq)[1, :, 2:] == 0)
     layer = SequenceAttention(normalizer=name)
     assert SequenceAttention.from_config(layer.get_config()).normalizer == name
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_half_precision_scores_give_half_precision_weights(name):
+    """Under mixed precision the scores are float16: the weights keep that dtype (no silent
+    float32 from an op whose dtype was left to the default) and stay a distribution."""
+    z = np.random.default_rng(8).normal(size=(3, 7)).astype("float16")
+    weights = normalizers.get(name)(keras.ops.convert_to_tensor(z))
+    assert keras.backend.standardize_dtype(weights.dtype) == "float16"
+    expected = np.stack([REFERENCES[name](row) for row in z.astype("float64")])
+    np.testing.assert_allclose(to_numpy(weights).astype("float64"), expected, atol=3e-3)
