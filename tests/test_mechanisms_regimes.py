@@ -357,3 +357,14 @@ def test_the_mechanism_registry_names_every_mechanism():
     assert mechanisms.names() == ("content", "monotonic", "location", "coverage", "local_p")
     for name in mechanisms.names():
         assert issubclass(mechanisms.class_for(name), mechanisms.Mechanism)
+
+
+def test_a_built_mechanism_serializes_without_its_build_config():
+    """The owning decoder builds its mechanisms; a build config in theirs would make Keras
+    build them again, with shapes of its own, when the decoder is loaded."""
+    layer = mechanisms.CoverageAttention(4)
+    layer.build((None, 3), (None, 5, 2))
+    assert "build_config" in keras.saving.serialize_keras_object(layer)
+    config = mechanisms.serialize(layer)
+    assert "build_config" not in config
+    assert isinstance(mechanisms.get(config), mechanisms.CoverageAttention)
