@@ -184,6 +184,43 @@ def test_noise_and_both_soft_modes_with_one_row_and_one_position():
         np.testing.assert_allclose(got, p, atol=1e-7)  # a_0 = p_0 q_0, q_0 = previous_0
 
 
+@pytest.mark.parametrize("sigmoid_noise", [0.5, 2.0])
+def test_the_noise_is_standard_normal_times_sigmoid_noise(sigmoid_noise):
+    """With score 0 and attention one-hot at 0, a_0 = p_0 = sigmoid(sigmoid_noise * n):
+    logit(a_0) / sigmoid_noise recovers n, which is N(0, 1) across rows (tfa's noise)."""
+    rows = 4000
+    layer = mechanisms.MonotonicAttention("general", sigmoid_noise=sigmoid_noise, seed=1)
+    layer.build((None, UNITS), (None, LENGTH, UNITS))
+    memory = ops.zeros((rows, LENGTH, UNITS))
+    keys = layer.prepare_keys(memory)
+    state = layer.initial_state(keys, None)
+    state = {**state, "noise_seed": ops.convert_to_tensor(np.full((rows, 2), 3, "int32"))}
+    alignments, next_state = layer.call(
+        ops.ones((rows, UNITS)), keys, memory, None, state, training=True
+    )
+    np.testing.assert_array_equal(to_numpy(next_state["noise_step"]), np.ones(rows))
+    a0 = to_numpy(alignments)[:, 0].astype("float64")
+    noise = np.log(a0 / (1.0 - a0)) / sigmoid_noise
+    assert abs(noise.mean()) < 0.1 and abs(noise.std() - 1.0) < 0.06
+    assert abs(np.mean(noise > 0) - 0.5) < 0.04
+
+
+def test_no_noise_without_sigmoid_noise_and_hard_mode_at_a_score_of_zero():
+    """sigmoid_noise=0 trains without noise (and without a seed in the state); hard mode
+    chooses where score > 0, so a score of exactly 0 chooses nothing (as tfa)."""
+    memory = ops.zeros((BATCH, LENGTH, UNITS))
+    for mode, expected_first in (("parallel", 0.5), ("hard", 0.0)):
+        layer = mechanisms.MonotonicAttention("general", mode=mode)
+        layer.build((None, UNITS), (None, LENGTH, UNITS))
+        keys = layer.prepare_keys(memory)
+        state = layer.initial_state(keys, None)
+        assert "noise_seed" not in state
+        trained, _ = layer.call(ops.ones((BATCH, UNITS)), keys, memory, None, state, True)
+        quiet, _ = layer.call(ops.ones((BATCH, UNITS)), keys, memory, None, state, False)
+        np.testing.assert_array_equal(to_numpy(trained), to_numpy(quiet))
+        np.testing.assert_allclose(to_numpy(trained)[:, 0], expected_first, atol=1e-7)
+
+
 def test_a_finished_row_does_not_freeze_the_others_noise():
     """The decoder keeps a finished row's state: row 0 stays at step 2 while the others go on."""
     layer = noisy_layer()
