@@ -405,3 +405,12 @@ def test_a_built_mechanism_serializes_without_its_build_config():
     config = mechanisms.serialize(layer)
     assert "build_config" not in config
     assert isinstance(mechanisms.get(config), mechanisms.CoverageAttention)
+
+
+def test_half_precision_scores_that_overflowed_still_normalize():
+    """float16 scores overflow to inf under mixed precision: clipped to float16's range, the
+    weights stay finite and the overflowed position takes the mass."""
+    scores_ = ops.convert_to_tensor(np.array([[np.inf, 0.0, -np.inf]], "float16"))
+    weights = to_numpy(mechanisms.Mechanism().normalize(scores_, None)).astype("float64")
+    assert np.all(np.isfinite(weights))
+    np.testing.assert_allclose(weights, [[1.0, 0.0, 0.0]], atol=1e-3)

@@ -143,3 +143,20 @@ def test_half_precision_scores_give_half_precision_weights(name):
     assert keras.backend.standardize_dtype(weights.dtype) == "float16"
     expected = np.stack([REFERENCES[name](row) for row in z.astype("float64")])
     np.testing.assert_allclose(to_numpy(weights).astype("float64"), expected, atol=3e-3)
+
+
+@keras.saving.register_keras_serializable(package="test_normalizers")
+def halved_softmax(scores, axis=-1):
+    return keras.ops.softmax(scores / 2.0, axis=axis)
+
+
+def test_a_registered_function_is_a_normalizer_that_round_trips():
+    assert normalizers.get(halved_softmax) is halved_softmax
+    config = normalizers.serialize(halved_softmax)
+    assert isinstance(config, dict)
+    assert normalizers.get(config) is halved_softmax
+    assert normalizers.serialize("sparsemax") == "sparsemax"
+    layer = SequenceAttention(normalizer=halved_softmax)
+    clone = SequenceAttention.from_config(layer.get_config())
+    x = np.random.default_rng(9).normal(size=(2, 3, 4)).astype("float32")
+    np.testing.assert_allclose(to_numpy(clone([x, x])), to_numpy(layer([x, x])), atol=1e-6)
