@@ -163,3 +163,12 @@ os.write(fd, f"{os.getpid()}\n".encode())
 print("locked", flush=True)
 sys.stdin.read()  # until the test closes stdin
 """
+
+
+def wait_while_alive(predicate, proc, seconds: float, what: str) -> None:
+    """Poll `predicate` until it holds; fail if `proc` exits first or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert proc.poll() is None, f"exited before {what}:\n{proc.stdout.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(0.05)

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import mlflow
 import pytest
 from experiments_helpers import TINY_TASKS, write_config
-from scaleout_helpers import MlflowServer, child_env, cli, metric_steps
+from scaleout_helpers import MlflowServer, child_env, cli, metric_steps, wait_while_alive
 
 from experiments import errors
 from experiments.commands import main
-
-
-def _wait(predicate, proc, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert proc.poll() is None, f"exited before {what}:\n{proc.stdout.read()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.1)
 
 
 @pytest.mark.slow
@@ -35,12 +26,14 @@ def test_sync_during_a_live_run_is_refused_and_the_spool_survives(tmp_path, monk
     http = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
     proc = cli(["run", str(config)], child_env(MLFLOW_TRACKING_URI=server.uri, **http), tmp_path)
     try:
-        _wait(lambda: list(checkpoints.glob("*/state.json")), proc, 300, "first checkpoint")
+        wait_while_alive(
+            lambda: list(checkpoints.glob("*/state.json")), proc, 300, "first checkpoint"
+        )
         (run_dir,) = checkpoints.iterdir()
         run_id = run_dir.name
         server.stop()  # an outage: the run goes on, spooling
         journal = run_dir / "spool" / "journal.jsonl"
-        _wait(journal.is_file, proc, 120, "spool")
+        wait_while_alive(journal.is_file, proc, 120, "spool")
         server.start()  # back, while the run still spools (its link is in its cool-down)
         monkeypatch.setenv("MLFLOW_TRACKING_URI", server.uri)
         for key, value in http.items():

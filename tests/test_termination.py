@@ -14,15 +14,7 @@ import mlflow
 import psutil
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
-from scaleout_helpers import _listening, child_env, cli, free_port
-
-
-def _wait(predicate, proc, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert proc.poll() is None, f"exited before {what}:\n{proc.stdout.read()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.05)
+from scaleout_helpers import _listening, child_env, cli, free_port, wait_while_alive
 
 
 @pytest.mark.slow
@@ -37,7 +29,7 @@ def test_sigterm_ends_the_run_killed_with_its_checkpoint_and_how_to_resume(tmp_p
     )
     proc = cli(["run", str(config)], child_env(MLFLOW_TRACKING_URI=uri), tmp_path)
     try:
-        _wait(lambda: list(checkpoints.glob("*/state.json")), proc, 300, "checkpoint")
+        wait_while_alive(lambda: list(checkpoints.glob("*/state.json")), proc, 300, "checkpoint")
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
     finally:
