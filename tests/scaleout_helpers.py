@@ -172,3 +172,21 @@ def wait_while_alive(predicate, proc, seconds: float, what: str) -> None:
         assert proc.poll() is None, f"exited before {what}:\n{proc.stdout.read()[-3000:]}"
         assert time.monotonic() < deadline, f"no {what} within {seconds} s"
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def lock_held(folder, run_id: str):
+    """A live process holding the run's lock (`LOCK_HOLDER`) for the `with` block; yields it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(folder), run_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)

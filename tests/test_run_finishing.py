@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import mlflow
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
-from scaleout_helpers import LOCK_HOLDER, child_env
+from scaleout_helpers import lock_held
 from test_experiments_resume import _interrupt_after_checkpoint
 
 from experiments import errors
@@ -82,20 +79,9 @@ def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsy
     (run,) = runs(uri)
     run_id = run.info.run_id
     folder = run.data.tags["checkpoint_dir"]
-    holder = subprocess.Popen(  # stands for the first `resume`, still training
-        [sys.executable, "-c", LOCK_HOLDER, folder, run_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=child_env(),
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(folder, run_id):  # stands for the first `resume`, still training
         assert main(["resume", run_id]) == errors.EXIT_LOCKED
         assert "in use by another live process" in capsys.readouterr().err
         client = mlflow.MlflowClient(uri)
         assert client.get_metric_history(run_id, "loss") == []  # the refused one logged nothing
         assert client.get_run(run_id).info.status == "KILLED"  # and did not reopen the run
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)

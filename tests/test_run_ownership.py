@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import mlflow
 import pytest
 from experiments_helpers import TINY, TINY_TASKS, migrated_store, runs, snapshot
-from scaleout_helpers import LOCK_HOLDER, child_env
+from scaleout_helpers import lock_held
 
 from experiments import config as config_lib
 from experiments import errors
@@ -104,22 +102,11 @@ def test_sync_refuses_while_a_live_process_owns_the_run(store, capsys):
     run_id = client.create_run(experiment).info.run_id
     folder = tmp_path / "ck" / run_id
     _spool_with_loss(folder, [1])
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(folder), run_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=child_env(),
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(folder, run_id) as holder:
         assert main(["sync", run_id, "--checkpoint-dir", str(folder)]) == errors.EXIT_LOCKED
         err = capsys.readouterr().err
         assert f"pid {holder.pid}" in err and "in use by another live process" in err
         assert (folder / "spool" / "journal.jsonl").is_file()
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
     deadline = time.monotonic() + 10
     while main(["sync", run_id, "--checkpoint-dir", str(folder)]) != 0:  # the lock died with it
         assert time.monotonic() < deadline
