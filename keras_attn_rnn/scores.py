@@ -220,10 +220,20 @@ class Additive(Score):
 
     def pairwise(self, query, keys):
         hidden = ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(keys, -3))
-        return ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._v(), -1)), -1)
+        return energy(hidden, self._v())
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "normalize": self.normalize}
+
+
+def energy(hidden, v):
+    """`hidden (..., U) . v (U,)`, the additive score's last contraction, as a 2-D matmul.
+
+    Not `matmul(hidden, v[:, None])`: TensorFlow's oneDNN BatchMatMul of a rank-4 tensor by
+    a matrix writes out of bounds with several threads on AVX-512 CPUs (wrong scores, then
+    heap corruption; seen with TensorFlow 2.18 to 2.21). `tensordot` reshapes to 2-D.
+    """
+    return ops.tensordot(hidden, v, axes=1)
 
 
 _CLASSES = {

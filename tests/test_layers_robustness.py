@@ -191,3 +191,43 @@ def test_keras_file_reloads_identically_in_a_fresh_process(tmp_path):
     # In-process load too, with identical outputs and weights.
     reloaded = keras.saving.load_model(str(tmp_path / "model.keras"))
     np.testing.assert_array_equal(reloaded.predict(tokens, verbose=0), expected[0])
+
+
+_THREADED_ADDITIVE = """
+import numpy as np, keras
+from keras_attn_rnn import mechanisms, scores
+rng = np.random.default_rng(0)
+worst = 0.0
+for batch, steps in [(4, 1), (2, 1), (6, 2), (4, 3)]:
+    score = scores.Additive(8)
+    query = rng.standard_normal((batch, steps, 5)).astype("float32")
+    keys = rng.standard_normal((batch, 7, 6)).astype("float32")
+    score.build(query.shape, keys.shape)
+    q = query @ keras.ops.convert_to_numpy(score.query_kernel)
+    k = keys @ keras.ops.convert_to_numpy(score.key_kernel)
+    v = keras.ops.convert_to_numpy(score.v)
+    expected = np.tanh(q[:, :, None] + k[:, None]) @ v
+    for _ in range(5):
+        got = keras.ops.convert_to_numpy(score(query, keys))
+        worst = max(worst, float(np.abs(got - expected).max()))
+print("WORST", worst)
+"""
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="a TensorFlow kernel bug")
+def test_additive_score_is_right_with_every_thread_oneDNN_uses():
+    """TensorFlow's oneDNN BatchMatMul of a rank-4 `(B, 1, S, U)` by a `(U, 1)` matrix writes
+    out of bounds with several threads on AVX-512 CPUs (TF 2.18-2.21: wrong scores, heap
+    corruption). The additive score contracts with `v` as a 2-D matmul instead; this runs it
+    without the suite's one-thread limit."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "TF_NUM_"))}
+    result = subprocess.run(
+        [sys.executable, "-c", _THREADED_ADDITIVE], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    worst = float(result.stdout.split("WORST")[-1])
+    assert worst < 1e-5

@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_attn_rnn.layers import _common
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
+from keras_attn_rnn.scores import energy
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -85,7 +86,7 @@ class CoverageAttention(Mechanism):
             self.coverage_kernel
         )
         hidden = ops.tanh(processed_query + prepared_keys + covered)
-        scores = ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._w(self.v), -1)), -1)
+        scores = energy(hidden, self._w(self.v))
         alignments = self.normalize(scores, memory_mask)
         return alignments, {"coverage": coverage + alignments}
 

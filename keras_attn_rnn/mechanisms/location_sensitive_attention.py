@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_attn_rnn.layers import _common
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
+from keras_attn_rnn.scores import energy
 
 LOCATION_FEATURES = ("previous", "cumulative", "both")
 
@@ -129,7 +130,7 @@ class LocationSensitiveAttention(Mechanism):
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)
         hidden = ops.tanh(processed_query + prepared_keys + self.locate(state))
-        scores = ops.squeeze(ops.matmul(hidden, ops.expand_dims(self._w(self.v), -1)), -1)
+        scores = energy(hidden, self._w(self.v))
         alignments = self.normalize(scores, memory_mask)
         return alignments, {
             "alignments": alignments,
