@@ -59,11 +59,14 @@ class AttentionDecoder(keras.layers.Layer):
     Call arguments:
         inputs: `[inputs (B, T, d_in), memory (B, S, d_m)]`.
         mask: `[inputs_mask (B, T), memory_mask (B, S)]`, booleans; Keras
-            masks from an encoder flow in.
+            masks (`Embedding(mask_zero=True)`, `Masking`, an encoder's
+            output) flow in, with or without an `initial_state`.
         initial_state: the cell's initial state (e.g. an encoder's `[h, c]`),
             shaped as the cell's `state_size`; zeros by default.
         training: whether the cell's dropout (and monotonic noise) is active.
         return_attention_scores: also return the alignment history.
+        inputs_mask: the same as `mask`; Keras fills it from the inputs'
+            masks when the call has several tensor arguments (`mask` wins).
 
     Returns:
         `outputs` `(B, T, d_out)` (or `(B, d_out)` without
@@ -380,7 +383,12 @@ class AttentionDecoder(keras.layers.Layer):
         initial_state=None,
         training=None,
         return_attention_scores=False,
+        inputs_mask=None,
     ):
+        # Keras fills `mask` when `inputs` is the only tensor argument, and `inputs_mask`
+        # when there are several (an `initial_state` given): the same masks either way.
+        if mask is None:
+            mask = inputs_mask
         sequence, memory = self._split(inputs)
         _common.check_rank("inputs", sequence.shape, 3)
         _common.check_rank("memory", memory.shape, 3)

@@ -42,6 +42,8 @@ class SequenceAttention(keras.layers.Layer):
             written into the cache: an int, or a `(B,)` tensor (one position
             per row); it is also the absolute position of the first query
             for the causal and window masks.
+        inputs_mask: the same as `mask`; Keras fills it from the inputs'
+            masks when a `cache` is passed too (`mask` wins).
 
     Returns:
         context `(B, Tq, d_v)`, and the float32 weights `(B, Tq, Tv)` when
@@ -210,7 +212,11 @@ class SequenceAttention(keras.layers.Layer):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        inputs_mask=None,
     ):
+        # Keras fills `inputs_mask` instead of `mask` when a cache is a second tensor argument.
+        if mask is None:
+            mask = inputs_mask
         if cache is not None:
             return self._call_cached(
                 inputs,
