@@ -167,6 +167,20 @@ def test_golden_file_holds_every_configuration(golden):
         assert golden[f"{name}/scores"].shape == (12, config[0])
     assert np.all(golden["attention"][1::2, :, 1::2, 1] == 0)  # the planted exact zeros
     assert (golden["source_lengths"] < golden["sources"].shape[1]).any()  # padded sources
+    # The regimes the comparison must keep covering, in every configuration: beams that end
+    # early with EOS and beams cut off at the maximum length.
+    eos, max_length = int(golden["eos_id"]), int(golden["max_length"])
+    for config in CONFIGS:
+        beams = [beam for row in golden_beams(golden, config_name(*config)) for beam in row]
+        assert any(beam[-1] == eos and len(beam) < max_length for beam in beams), config
+        assert any(eos not in beam and len(beam) == max_length for beam in beams), config
+    # The planted near-tie: at step 1, EOS is the best token and token 3 is second, closer
+    # than the length penalty's reach (the EOS length rule decides between them).
+    step1 = golden["log_probs"][:, 1]  # (B, V_prev, V)
+    best_two = np.argsort(step1, axis=-1)[..., ::-1][..., :2]
+    tied = (best_two[..., 0] == eos) & (best_two[..., 1] == 3)
+    gap = np.take_along_axis(step1, best_two, -1)
+    assert (tied & (gap[..., 0] - gap[..., 1] < 0.1)).any()
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: config_name(*c))
@@ -184,18 +198,20 @@ def test_beam_sampler_matches_tfa(golden, config):
     name = config_name(*config)
     beams, scores = project_beams(golden, *config)
     expected, expected_scores = golden_beams(golden, name), golden[f"{name}/scores"]
+    expected_lengths = golden[f"{name}/lengths"]
     # Rows whose real source position 1 gets exact zeros: the project's rule instead.
     differs = np.zeros(len(beams), bool)
     if coverage_penalty:
         differs[1::2] = True
-        ours, our_scores, _ = reference_beam_search(golden, *config, project_coverage)
+        ours, our_scores, our_lengths = reference_beam_search(golden, *config, project_coverage)
         expected = [ours[b] if differs[b] else expected[b] for b in range(len(beams))]
         expected_scores = np.where(differs[:, None], our_scores, expected_scores)
+        expected_lengths = np.where(differs[:, None], our_lengths, expected_lengths)
     assert beams == expected
     np.testing.assert_allclose(scores, expected_scores, atol=1e-5)
     # Lengths: tokens up to and including EOS (tfa's `final_state.lengths`).
     lengths = np.array([[len(beam) for beam in row] for row in beams])
-    np.testing.assert_array_equal(lengths[~differs], golden[f"{name}/lengths"][~differs])
+    np.testing.assert_array_equal(lengths, expected_lengths)
 
 
 def test_tfa_gather_tree_misaligns_beams_re_ranked_after_they_all_finished(golden):
