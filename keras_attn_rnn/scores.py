@@ -227,13 +227,15 @@ class Additive(Score):
 
 
 def energy(hidden, v):
-    """`hidden (..., U) . v (U,)`, the additive score's last contraction, as a 2-D matmul.
+    """`hidden (..., U) . v (U,)`, the additive score's last contraction.
 
-    Not `matmul(hidden, v[:, None])`: TensorFlow's oneDNN BatchMatMul of a rank-4 tensor by
-    a matrix writes out of bounds with several threads on AVX-512 CPUs (wrong scores, then
-    heap corruption; seen with TensorFlow 2.18 to 2.21). `tensordot` reshapes to 2-D.
+    A multiply and a sum, not `matmul(hidden, v[:, None])`: TensorFlow's oneDNN BatchMatMul
+    of a rank-4 tensor by a matrix writes out of bounds with several threads on AVX-512 CPUs
+    (wrong scores, then heap corruption; seen with TensorFlow 2.18 to 2.21), and the
+    gradient of `tensordot` transposes by a permutation XLA cannot compile inside a loop
+    whose shapes are dynamic.
     """
-    return ops.tensordot(hidden, v, axes=1)
+    return ops.sum(hidden * v, axis=-1)
 
 
 _CLASSES = {

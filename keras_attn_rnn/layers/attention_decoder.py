@@ -430,10 +430,11 @@ class AttentionDecoder(keras.layers.Layer):
             )
             if not masked:
                 return (output, *alignments), [new_state]
-            keep = step_input[:, -1:] > 0
+            keep = step_input[:, -1] > 0
             new_state = tree.map_structure(
-                lambda new, old: ops.where(keep, new, old), new_state, states[0]
+                lambda new, old: ops.where(_per_row(keep, new), new, old), new_state, states[0]
             )
+            keep = ops.expand_dims(keep, -1)
             last = ops.where(keep, output, states[1])
             output = ops.where(keep, output, ops.zeros_like(output))
             alignments = [ops.where(keep, a, ops.zeros_like(a)) for a in alignments]
@@ -507,6 +508,11 @@ def _layer_sizes(attention_layer_size, count):
     for size in sizes:
         _common.check_positive_int("attention_layer_size", size)
     return sizes
+
+
+def _per_row(keep, like):
+    """A `(B,)` condition shaped to select whole rows of `like` (any rank)."""
+    return ops.reshape(keep, (-1,) + (1,) * (len(like.shape) - 1))
 
 
 def _item_or_list(values):

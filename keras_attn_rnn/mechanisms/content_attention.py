@@ -64,7 +64,7 @@ class ContentAttention(Mechanism):
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         raw = self.score_layer.pairwise(
-            self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
+            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
         )
         return self.normalize(ops.squeeze(raw, 1), memory_mask), {}
 

@@ -90,7 +90,9 @@ class LocalPredictiveAttention(Mechanism):
         """The predicted centre `p_t` `(B,)` float32, in `[start, start + L]`."""
         hidden = ops.tanh(ops.matmul(query, ops.cast(self.position_kernel, self.compute_dtype)))
         gate = ops.sigmoid(
-            ops.cast(ops.matmul(hidden, ops.cast(self.position_v, self.compute_dtype)), "float32")
+            ops.cast(
+                scores.energy(hidden, ops.cast(self.position_v, self.compute_dtype)), "float32"
+            )
         )
         if memory_mask is None:
             return ops.cast(length, "float32") * gate
@@ -103,7 +105,7 @@ class LocalPredictiveAttention(Mechanism):
         distance = ops.cast(ops.arange(length), "float32")[None, :] - centre  # (B, S)
         inside = ops.less_equal(ops.abs(distance), float(self.window))
         raw = self.score_layer.pairwise(
-            self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
+            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
         )
         weights = self.normalize(ops.squeeze(raw, 1), memory_mask, inside)
         sigma = self.window / 2.0

@@ -125,7 +125,9 @@ class LocationSensitiveAttention(Mechanism):
         }[self.location_features]
         features = ops.cast(ops.stack(channels, axis=-1), self.compute_dtype)  # (B, S, channels)
         located = ops.conv(features, self._w(self.location_kernel), padding="same")
-        return ops.matmul(located, self._w(self.location_projection))
+        # einsum, not matmul: TensorFlow's matmul of (B, S, F) by (F, U) is a tensordot whose
+        # gradient XLA cannot compile in a loop of dynamic shapes
+        return ops.einsum("bsf,fu->bsu", located, self._w(self.location_projection))
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)

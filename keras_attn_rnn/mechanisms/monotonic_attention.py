@@ -123,7 +123,7 @@ class MonotonicAttention(Mechanism):
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         score = self.score_layer.pairwise(
-            self.score_layer.prepare_query(ops.expand_dims(query, 1)), prepared_keys
+            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
         )
         score = ops.squeeze(ops.cast(score, "float32"), 1) + ops.cast(self.score_bias, "float32")
         if self.sigmoid_noise > 0 and training:
@@ -168,9 +168,18 @@ def _step_seed(state):
     return state["noise_seed"][0] + ops.stack([step * _STEP_STRIDE, ops.zeros_like(step)])
 
 
+_MAX_ROUNDS = 31  # rounds of the prefix scan: memories up to 2**31 positions
+
+
 def _shift(x, offset, fill):
     """`x (B, S)` moved `offset` positions right along axis 1, `fill` coming in."""
     return ops.concatenate([ops.full_like(x[:, :offset], fill), x[:, :-offset]], axis=1)
+
+
+def _shift_by_tensor(x, offset, fill):
+    """`_shift` by a tensor `offset`, keeping the shape static (XLA compiles it in a loop)."""
+    moved = ops.roll(x, offset, axis=1)
+    return ops.where(ops.arange(ops.shape(x)[1]) < offset, ops.cast(fill, x.dtype), moved)
 
 
 def _linear_scan(a, b):
@@ -181,8 +190,8 @@ def _linear_scan(a, b):
     only, no division, so nothing underflows that the recurrence keeps.
     """
 
-    def compose(offset, a, b):
-        return offset * 2, a * _shift(a, offset, 1.0), a * _shift(b, offset, 0.0) + b
+    def compose(offset, a, b, shift=_shift):
+        return offset * 2, a * shift(a, offset, 1.0), a * shift(b, offset, 0.0) + b
 
     length = a.shape[1]
     if isinstance(length, int):  # a static length: the rounds unrolled (JAX, PyTorch, most graphs)
@@ -193,8 +202,9 @@ def _linear_scan(a, b):
     if length is None:  # a TensorFlow graph of unknown length: as many rounds as it needs
         _, _, b = ops.while_loop(
             lambda offset, a, b: offset < ops.shape(a)[1],
-            compose,
+            lambda offset, a, b: compose(offset, a, b, shift=_shift_by_tensor),
             (ops.convert_to_tensor(1), a, b),
+            maximum_iterations=_MAX_ROUNDS,  # a bound XLA needs for the gradient's buffers
         )
         return b
     return _sequential_scan(a, b)  # a symbolic length (JAX shape inference): the same values
@@ -204,10 +214,13 @@ def _sequential_scan(a, b):
     """`_linear_scan`, one position at a time."""
 
     def step(carry, inputs):
-        carry = inputs[0] * carry + inputs[1]
+        carry = inputs[..., 0] * carry + inputs[..., 1]
         return carry, carry
 
-    _, q = ops.scan(step, ops.zeros_like(a[:, 0]), (ops.transpose(a), ops.transpose(b)))
+    # One stacked input, not (a, b): Keras' TensorFlow scan fails on several inputs of an
+    # unknown length (it checks their static lengths, None, against each other).
+    pairs = ops.transpose(ops.stack([a, b], axis=-1), (1, 0, 2))
+    _, q = ops.scan(step, ops.zeros_like(a[:, 0]), pairs)
     return ops.transpose(q)
 
 
@@ -232,4 +245,9 @@ def monotonic_alignments(p_choose, previous, mode):
             [ops.ones_like(one_minus[:, :1]), ops.cumprod(one_minus, axis=-1)[:, :-1]], axis=-1
         )
         return p_choose * cumprod
+    if p_choose.shape[1] is None:
+        # recursive, in a TensorFlow graph of unknown length: the same recurrence by the
+        # prefix scan (equal within float rounding); a scan over an unknown length has no
+        # bound XLA can compile inside the decoder's loop
+        return p_choose * _linear_scan(shifted, previous)
     return p_choose * _sequential_scan(shifted, previous)  # recursive
