@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,31 @@ TINY_TASKS = {
     "charlm": {"name": "charlm", "max_chars": 2000, "seq_length": 16, "num_probes": 1},
     "textcls": {"name": "textcls", "path": None, "max_length": 12, "num_probes": 1},
 }
+
+
+# Names of metrics before they carried their split (train_, val_, test_) or sampler (_greedy).
+LEGACY_METRICS = frozenset(
+    {"accuracy", "alignment_accuracy", "attention_entropy", "exact_match"}
+    | {"val_exact_match", "test_exact_match"}
+)
+
+
+def documented_metrics(readme: Path = Path(__file__).parents[1] / "README.md") -> re.Pattern:
+    """A pattern of the metric names in the README's table under *What each number is*.
+
+    A name's placeholders match what they stand for: `<metric>` any `val_<metric>` of the
+    table, and `A`, `B` numbers (`test_<metric>_len_A_B`).
+    """
+    section = readme.read_text(encoding="utf-8").split("**What each number is.**", 1)[1]
+    table = section[section.index("\n|") + 1 :].split("\n\n", 1)[0].splitlines()[2:]
+    names = [n for row in table for n in re.findall(r"`([^`]+)`", row.split("|")[1])]
+    stems = [n.removeprefix("val_") for n in names if re.fullmatch(r"val_\w+", n)]
+    metric = "(?:" + "|".join(map(re.escape, stems)) + ")"
+    patterns = [
+        re.sub(r"(?<=_)[A-Z](?=_|$)", r"\\d+", re.escape(n).replace("<metric>", metric))
+        for n in names
+    ]
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
 def write_config(folder: Path, task: dict, name: str = "config.yaml", **sections) -> Path:

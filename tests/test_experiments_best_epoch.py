@@ -15,6 +15,9 @@ from scaleout_helpers import metric_steps
 
 from experiments.commands import main
 from experiments.config import validate
+from experiments.tasks import metrics
+from experiments.tasks.kinds import seq2seq
+from experiments.tasks.kinds.base import GREEDY
 from experiments.training import run as training_run
 from experiments.training.callbacks import Checkpoint
 
@@ -25,12 +28,20 @@ STOPS_AFTER_TWO = {"monitor": "val_loss", "min_delta": 100.0, "patience": 1}
 TRAIN = {"eval_examples": 2}
 
 
-def _run(folder: Path, uri: str, log_model: bool = False, **train) -> mlflow.entities.Run:
-    """One `run` of tiny `needle` into its own experiment (named after `folder`)."""
+def _run(
+    folder: Path,
+    uri: str,
+    log_model: bool = False,
+    task: dict = TINY_TASKS["needle"],
+    model: dict | None = None,
+    **train,
+) -> mlflow.entities.Run:
+    """One `run` of a tiny task (`needle`) into its own experiment (named after `folder`)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = write_config(
         folder,
-        TINY_TASKS["needle"],
+        task,
+        model=model or {},
         train={**TRAIN, "checkpoint_dir": str(folder / "ck"), **train},
         tracking={"experiment": folder.name, "log_model": log_model},
     )
@@ -154,3 +165,46 @@ def test_a_kill_after_the_early_stop_then_resume_equals_uninterrupted(reference,
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-5), key
+
+
+@pytest.mark.slow
+def test_seq2seq_test_metrics_score_every_test_row(tmp_path, monkeypatch):
+    # Decoded 8 sources at a time, the per-epoch subset 2 rows: neither is the test split.
+    monkeypatch.setattr(seq2seq, "EVAL_BATCH", 8)
+    finished = {}
+    finish = training_run._finish
+
+    def spy(model, cfg, task, *args, **kwargs):
+        finished.update(model=model, task=task)
+        finish(model, cfg, task, *args, **kwargs)
+
+    monkeypatch.setattr(training_run, "_finish", spy)
+    task = {
+        "name": "reverse",
+        "num_examples": 300,
+        "alphabet_size": 2,
+        "min_length": 1,
+        "max_length": 4,
+        "test_fraction": 0.2,
+        "num_probes": 1,
+    }
+    run = _run(
+        tmp_path / "reverse",
+        migrated_store(tmp_path),
+        task=task,
+        model={"units": 16},
+        epochs=6,
+        learning_rate=0.05,
+        run_eagerly=False,  # six epochs: quicker traced
+    )
+    model, test = finished["model"], finished["task"].test
+    assert len(test) > 8 and len(test) % 8 and len(test) > TRAIN["eval_examples"]
+    # A reference on every test row at once: one forward pass, one greedy decode.
+    logits = np.asarray(model(test.inputs, training=False))
+    decoded = seq2seq.Seq2Seq().decode(model, GREEDY, test.x, test.y.shape[1])
+    token_accuracy = metrics.token_accuracy(test.y, logits)
+    exact_match = metrics.exact_match(test.y, decoded)
+    assert 0 < exact_match < 1  # some rows right, some wrong: a lost row would show
+    got = run.data.metrics
+    assert got["test_token_accuracy"] == pytest.approx(token_accuracy, rel=1e-5)
+    assert got["test_exact_match_greedy"] == pytest.approx(exact_match, rel=1e-6)

@@ -6,9 +6,16 @@ from __future__ import annotations
 import types
 
 import pytest
+from experiments_helpers import (
+    LEGACY_METRICS,
+    TINY_TASKS,
+    documented_metrics,
+    write_text_dataset,
+)
 
 from experiments.config import GenerateConfig, validate
 from experiments.tasks import build_task, kinds
+from experiments.training import run as training_run
 from experiments.training.callbacks import EvalMetrics
 
 
@@ -79,3 +86,57 @@ def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
     assert set(results) == expected
     assert used == (["greedy", "beam"] if strategy == "beam" else ["greedy"])
     assert all(0.0 <= results[k] <= 1.0 for k in results if k.startswith("exact_match"))
+
+
+class _Recorder:
+    """The tracker of `_log_length_generalisation`: keeps the metric names it is given."""
+
+    def __init__(self):
+        self.names = set()
+
+    def log_metrics_once(self, values, step):
+        self.names |= set(values)
+
+    def log_dict(self, data, path):
+        pass
+
+    def log_figure(self, figure, path):
+        pass
+
+
+# With longer test examples, so the per-bucket names are made too.
+LONGER = {
+    "reverse": {**TINY_TASKS["reverse"], "test_min_length": 7, "test_max_length": 9},
+    "addition": {**TINY_TASKS["addition"], "test_digits": 3},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY_TASKS))
+def test_every_metric_name_is_in_the_readme_table(name, tmp_path):
+    task = dict(LONGER.get(name, TINY_TASKS[name]))
+    if name == "textcls":
+        task["path"] = str(write_text_dataset(tmp_path))
+    cfg = validate(
+        {
+            "task": task,
+            "model": {"embedding_dim": 4, "units": 4},
+            "generate": {"strategy": "beam", "beam_width": 2},  # adds exact_match_beam
+        }
+    )
+    prepared = training_run.prepare(cfg)
+    cfg, task = prepared.cfg, prepared.task
+    model = task.kind.build_model(cfg, task)
+    model.run_eagerly = True  # tiny splits: quicker than tracing each shape
+    # The names the runner logs: each epoch's, the test split's, each length bucket's, and
+    # the two it names itself.
+    names = training_run.epoch_metric_names(task) | {"best_epoch", "duplicate_rows"}
+    test = task.kind.test_metrics(model, task, task.test.take(slice(0, 2)), cfg.generate)
+    names |= {f"test_{key}" for key in test}
+    recorder = _Recorder()
+    training_run._log_length_generalisation(model, cfg, task, recorder, 1)
+    assert bool(recorder.names) == (name in LONGER)
+    names |= recorder.names
+
+    assert not names & LEGACY_METRICS
+    documented = documented_metrics()
+    assert {n for n in names if not documented.fullmatch(n)} == set()

@@ -26,8 +26,14 @@ def _rows(split) -> set[bytes]:
     return {row.tobytes() for row in split.x}
 
 
+# Tokens a `_duplicated_csv` text is cut to: "review", eight words and "!".
+CUT = 10
+
+
 def _duplicated_csv(folder, texts: int = 200, copies: int = 3):
-    """Every text `copies` times (case and spacing varied), each text with one random label.
+    """Every text `copies` times, each text with one random label. The copies differ in
+    case, spacing, the space before "!" and a tail past the first `CUT` tokens: with
+    `max_length=CUT` the model is fed the same ids for each.
 
     A text spells its number in binary words, so every split's texts use the training
     vocabulary and stay distinct once encoded.
@@ -37,7 +43,11 @@ def _duplicated_csv(folder, texts: int = 200, copies: int = 3):
     for i in range(texts):
         label = rng.choice(["pos", "neg"])
         words = " ".join("one" if bit == "1" else "zero" for bit in f"{i:08b}")
-        variants = [f"review {words}", f"  Review {words.upper()}   ", f"REVIEW  {words}"]
+        variants = [
+            f"review {words}!",
+            f"  Review {words.upper()} !  ",
+            f"REVIEW  {words}! and a tail past the cut",
+        ]
         lines += [f"{variants[c % 3]},{label}" for c in range(copies)]
     path = folder / "dup.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -45,7 +55,8 @@ def _duplicated_csv(folder, texts: int = 200, copies: int = 3):
 
 
 def test_textcls_copies_of_a_text_stay_in_one_split(tmp_path):
-    task = _task(name="textcls", path=str(_duplicated_csv(tmp_path)), max_length=12)
+    # "review ...!" and "Review ... !" tokenize alike, and the tail past the cut is never fed.
+    task = _task(name="textcls", path=str(_duplicated_csv(tmp_path)), max_length=CUT)
     assert task.duplicate_rows == 400
     train = _rows(task.train)
     assert not train & _rows(task.val)
@@ -57,7 +68,7 @@ def test_textcls_copies_of_a_text_stay_in_one_split(tmp_path):
 def test_a_memorising_model_scores_chance_on_random_labels_of_a_duplicated_csv(tmp_path):
     # The best a model can do with random labels is remember the training rows: with the
     # copies of a test text in training it scored near 1.0; it must score near chance.
-    task = _task(name="textcls", path=str(_duplicated_csv(tmp_path)), max_length=12)
+    task = _task(name="textcls", path=str(_duplicated_csv(tmp_path)), max_length=CUT)
     memory = {row.tobytes(): int(y) for row, y in zip(task.train.x, task.train.y)}
     majority = Counter(task.train.y.tolist()).most_common(1)[0][0]
     predictions = np.array([memory.get(row.tobytes(), majority) for row in task.test.x])

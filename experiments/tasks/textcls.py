@@ -76,29 +76,27 @@ def _read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, 
     return rows
 
 
-def normalise(text: str) -> str:
-    """The form two texts are the same in: stripped, whitespace collapsed, casefolded."""
-    return " ".join(text.split()).casefold()
-
-
 def build(cfg) -> Task:
     """Tokenize, build the vocabulary on the training rows, encode and split.
 
-    Rows are split by their normalised text (`normalise`): the copies of a text
-    all go to one split, so no validation or test text is a training text.
+    Rows are split by what the model is fed, their tokens cut to `max_length`:
+    texts that read the same once tokenized ("good movie!", "Good  movie !", or
+    two texts alike up to the cut) all go to one split, so no validation or test
+    input is a training input.
     """
     if cfg.source == "imdb":
         return _imdb(cfg)
     rows = read_rows(cfg.path, cfg.text_field, cfg.label_field)
-    keys = [normalise(text) for text, _ in rows]
+    tokens = [tokenize(text, cfg.lowercase)[: cfg.max_length] for text, _ in rows]
+    keys = [tuple(t) for t in tokens]
     if len(set(keys)) < 4:
         raise ConfigError(
             f"task.path: {cfg.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
-            "rows); expected at least 4, for training, validation and test splits of their own"
+            f"rows, compared by their first {cfg.max_length} tokens); expected at least 4, "
+            "for training, validation and test splits of their own"
         )
     class_names = sorted({label for _, label in rows})
     labels = np.array([class_names.index(label) for _, label in rows], dtype="int32")
-    tokens = [tokenize(text, cfg.lowercase)[: cfg.max_length] for text, _ in rows]
     rng = np.random.default_rng(cfg.seed)
     order = np.arange(len(rows))
     placeholder = Split(order[:, None], labels)
