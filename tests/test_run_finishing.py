@@ -10,7 +10,7 @@ from test_experiments_resume import _interrupt_after_checkpoint
 
 from experiments import errors
 from experiments.commands import main
-from experiments.tracking import model_logging
+from experiments.tracking import finishing, model_logging
 
 
 def _run_config(tmp_path, **tracking):
@@ -85,3 +85,23 @@ def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsy
         client = mlflow.MlflowClient(uri)
         assert client.get_metric_history(run_id, "loss") == []  # the refused one logged nothing
         assert client.get_run(run_id).info.status == "KILLED"  # and did not reopen the run
+
+
+def test_a_pending_orphan_is_deleted_when_both_model_tags_are_already_set(tmp_path):
+    # The run's models were logged and tagged; a second upload (a `sync` killed in
+    # `log_model`) left a PENDING one no tag names. The run keeps exactly its two.
+    client = mlflow.MlflowClient(migrated_store(tmp_path))
+    experiment = client.create_experiment("finish", artifact_location=tmp_path.as_uri())
+    run_id = client.create_run(experiment).info.run_id
+    tags = {}
+    for key, name in (("model_uri", "model"), ("text_model_uri", "text_model")):
+        model = client.create_logged_model(experiment, name=name, source_run_id=run_id)
+        client.finalize_logged_model(model.model_id, "READY")
+        tags[key] = f"models:/{model.model_id}"
+        client.set_tag(run_id, key, tags[key])
+    orphan = client.create_logged_model(experiment, name="text_model", source_run_id=run_id)
+
+    assert finishing.logged_models(client, run_id) == tags
+    models = client.search_logged_models([experiment], filter_string=f"source_run_id = '{run_id}'")
+    assert sorted(f"models:/{m.model_id}" for m in models) == sorted(tags.values())
+    assert orphan.model_id not in {m.model_id for m in models}

@@ -76,6 +76,28 @@ def test_a_checkpoint_dir_tag_naming_a_foreign_folder_is_refused(store, capsys):
     assert "not an absolute path" in capsys.readouterr().err
 
 
+def test_sync_refuses_a_checkpoint_dir_that_is_a_symlink_to_a_foreign_folder(store, capsys):
+    client, experiment, tmp_path = store
+    run_id = client.create_run(experiment).info.run_id
+    foreign = tmp_path / "elsewhere" / run_id  # another project's folder, same name
+    _spool_with_loss(foreign, [1])
+    before = snapshot(foreign)
+    link = tmp_path / "ck" / run_id
+    link.parent.mkdir()
+    link.symlink_to(foreign, target_is_directory=True)
+    assert main(["sync", run_id, "--checkpoint-dir", str(link)]) == errors.EXIT_RUN_FAILED
+    assert f"{link} is a symbolic link" in capsys.readouterr().err
+    relative = link.relative_to(tmp_path)  # the store fixture's working folder
+    assert main(["sync", run_id, "--checkpoint-dir", str(relative)]) == errors.EXIT_RUN_FAILED
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert snapshot(foreign) == before  # nothing uploaded or deleted from it
+    assert client.get_metric_history(run_id, "loss") == []
+    link.unlink()
+    foreign.rename(link)  # the run's own folder, really there: synced
+    assert main(["sync", run_id, "--checkpoint-dir", str(relative)]) == 0
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1]
+
+
 def _tiny_config():
     return config_lib.validate({"task": TINY_TASKS["needle"], **TINY})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -238,3 +239,42 @@ def test_a_slow_server_costs_the_run_at_most_its_time_budget_then_spools(store, 
     assert tracker.flush()
     assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == list(range(1, 21))
     assert client.get_run(run_id).data.tags["c"] == "3"
+
+
+class FakeClock:
+    """`time` for `resilient`: nothing sleeps, the clock moves when told."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_crawling_server_costs_at_most_the_budget_per_minute_over_a_long_run(monkeypatch):
+    # Every request answers after 30 s; training asks once a second for an hour.
+    # A cool-down must not hand out a fresh budget: 15 s per minute, not per cool-down.
+    clock = FakeClock()
+    monkeypatch.setattr(resilient, "time", clock)
+    link = resilient.Link(budget=15, cooldown=20)
+    waited = []
+
+    def answer_in_30_s():
+        clock.sleep(30)
+        waited.append(30)
+
+    started = clock.now
+    while clock.now - started < 3600:
+        clock.sleep(1)
+        with contextlib.suppress(resilient.Offline):
+            link.call(answer_in_30_s)
+    minutes = (clock.now - started) / 60
+    # 15 s a minute, plus the full bucket at the start and one 30 s call in flight
+    assert sum(waited) <= 15 * minutes + 15 + 30, f"{sum(waited)} s waited in {minutes:.0f} min"
+    assert sum(waited) >= 15 * minutes - 60  # and the link does come back to the server

@@ -4,7 +4,7 @@
   that step (on the server, or spooled).
 - The models: `logged_models` returns the run's `model_uri` and
   `text_model_uri` tags when both name logged models already, so they are
-  not logged again; otherwise `delete_orphans` first deletes the run's logged
+  not logged again. Either way `delete_orphans` deletes the run's logged
   models that no tag names (a `PENDING` one left by an interrupt in the
   middle of logging, or a finished one whose tags were never set), so the run
   ends with exactly one `model` and one `text_model`.
@@ -16,10 +16,14 @@ MODEL_TAGS = ("model_uri", "text_model_uri")
 
 
 def logged_models(client, run_id: str) -> dict[str, str] | None:
-    """The run's model tags, when both name a logged model (`models:/...`); else None."""
+    """The run's model tags, when both name a logged model (`models:/...`); else None.
+
+    When they do, the run's other logged models (a `PENDING` one left by an
+    interrupted second upload, say) are deleted first: they are orphans."""
     tags = client.get_run(run_id).data.tags
     found = {key: tags.get(key, "") for key in MODEL_TAGS}
     if all(uri.startswith("models:/") for uri in found.values()):
+        delete_orphans(client, run_id)
         return found
     return None
 

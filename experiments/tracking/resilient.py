@@ -37,7 +37,7 @@ import keras_attn_rnn  # noqa: F401 - registers the library's serializable class
 from experiments.errors import Offline, StorageError
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
-from experiments.tracking.transient import is_transient
+from experiments.tracking.transient import is_transient, raise_if_storage
 
 DEFAULT_BUDGET_SECONDS = 15.0
 SPOOLED_MODEL_URI = "spooled: run `python -m experiments sync RUN_ID` to upload"
@@ -54,10 +54,14 @@ class Link:
             by a dead or crawling server).
         budget: seconds the run may spend waiting on the server per
             `window` seconds (successful calls included; default
-            `ATTN_RNN_TRACKING_BUDGET`, else 15). A call retries only while
-            the budget lasts; once spent, the link goes offline for
-            `cooldown` and calls are spooled, so a slow server costs a run
-            at most about `budget` per `window` (plus one HTTP timeout).
+            `ATTN_RNN_TRACKING_BUDGET`, else 15). The budget is a bucket
+            that refills at `budget / window` per second, up to `budget`:
+            a call retries only while it holds credit; once it is spent,
+            the link goes offline (and calls are spooled) until the credit
+            is back, and for at least `cooldown`. A slow server therefore
+            costs a run at most `budget` per `window` over any stretch of
+            time, plus one full bucket and one call in flight (one HTTP
+            timeout).
     """
 
     window = 60.0
@@ -75,7 +79,8 @@ class Link:
         self.budget = budget
         self.offline_until = 0.0
         self.warned = False
-        self._spent: list[tuple[float, float]] = []  # (when, seconds) of calls in the window
+        self._credit = budget  # seconds of waiting the run may still spend now
+        self._refilled = time.monotonic()
         self._untimed = False
 
     def call(self, fn, *args, **kwargs):
@@ -88,17 +93,20 @@ class Link:
                 result = fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - filtered by is_transient
                 self._spend(started)
+                raise_if_storage(err)  # a full local store is no outage
                 if not is_transient(err):
                     raise
                 last = err
                 if self._left() <= 0:
                     break
                 if attempt + 1 < self.attempts:
+                    paused = time.monotonic()
                     time.sleep(min(self.backoff * 2**attempt, self._left()))
+                    self._spend(paused)  # waiting to retry is waiting on the server too
                 continue
             self._spend(started)
             if self._left() <= 0:
-                self._go_offline(f"slow: {self._spent_seconds():.0f} s in {self.window:g} s")
+                self._go_offline(f"slow: over {self.budget:g} s of waiting per {self.window:g} s")
             else:
                 self.offline_until = 0.0
             return result
@@ -118,21 +126,27 @@ class Link:
         if self._untimed:
             return
         now = time.monotonic()
-        self._spent.append((now, now - started))
-        while self._spent and self._spent[0][0] < now - self.window:
-            self._spent.pop(0)
+        self._refill(now)
+        self._credit -= now - started
 
-    def _spent_seconds(self) -> float:
-        return sum(seconds for _, seconds in self._spent)
+    def _refill(self, now: float) -> None:
+        rate = self.budget / self.window
+        self._credit = min(self.budget, self._credit + (now - self._refilled) * rate)
+        self._refilled = now
 
     def _left(self) -> float:
         if self._untimed:
             return float("inf")
-        return self.budget - self._spent_seconds()
+        self._refill(time.monotonic())
+        return self._credit
 
     def _go_offline(self, why: str) -> None:
-        self.offline_until = time.monotonic() + self.cooldown
-        self._spent = []  # a fresh budget once the cool-down is over
+        now = time.monotonic()
+        self._refill(now)
+        # Offline until the overspent credit has come back (never a fresh budget).
+        overspent = -self._credit if self._credit < 0 and self.budget > 0 else 0.0
+        refill = overspent * self.window / self.budget if overspent else 0.0
+        self.offline_until = now + max(self.cooldown, refill)
         if not self.warned:
             self.warned = True
             print(
@@ -353,6 +367,7 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
         mlflow.end_run(status)  # pops the local active run first, then tells the server
         return
     except Exception as err:  # noqa: BLE001 - only an unreachable server is tolerated
+        raise_if_storage(err)
         if not is_transient(err):
             raise
     end_time = int(time.time() * 1000)

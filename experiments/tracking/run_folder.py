@@ -42,9 +42,13 @@ def verify(folder: Path, run_id: str, source: str = "--checkpoint-dir") -> Path:
     folder = Path(folder)
     if not folder.is_absolute():
         raise CorruptData(f"{source}: {str(folder)!r} is not an absolute path")
+    if folder.is_symlink():
+        raise CorruptData(
+            f"{source}: {folder} is a symbolic link; pass the run's checkpoint folder itself"
+        )
     if not folder.exists():
         return folder
-    if folder.is_symlink() or not folder.is_dir():
+    if not folder.is_dir():
         raise CorruptData(f"{source}: {folder} is not a folder")
     found = owner(folder)
     if found is not None and found != run_id:

@@ -42,7 +42,7 @@ def spool_folder(client, run_id: str, checkpoint_dir: str | None) -> Path:
                 f"run_id: run {run_id} has no checkpoint_dir tag; pass --checkpoint-dir"
             )
     else:
-        checkpoint_dir = Path(checkpoint_dir).resolve()
+        checkpoint_dir = Path(checkpoint_dir).absolute()  # not resolved: a symlink is refused
     return run_folder.verify(Path(checkpoint_dir), run_id, source) / spool_lib.SPOOL_DIR
 
 

@@ -18,15 +18,24 @@ Transient (the call is retried, then spooled):
   `DEADLINE_EXCEEDED` (a local SQLite store that is locked says so too).
 
 Everything else fails the call: a missing or unreadable local file, a 4xx,
-a bad parameter, a bug.
+a bad parameter, a bug. A full disk under a local store is no outage
+either, though MLflow reports SQLite's "database or disk is full" as
+`TEMPORARILY_UNAVAILABLE`: `storage_failure` finds it (SQLite's
+`SQLITE_FULL`, or `ENOSPC`/`EDQUOT`), and `raise_if_storage` turns it into
+a `StorageError` that says so.
 """
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from collections.abc import Iterator
 
+import mlflow
 import requests
 from mlflow.exceptions import MlflowException, RestException
+
+from experiments.errors import StorageError
 
 NETWORK_ERRORS = (
     ConnectionError,
@@ -38,10 +47,14 @@ NETWORK_ERRORS = (
 BUSY_CODES = frozenset(
     {"TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}
 )
+SQLITE_FULL = 13  # "database or disk is full"
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 def is_transient(err: BaseException) -> bool:
     """Whether `err` means the tracking server is unreachable or busy, not a bad request."""
+    if storage_failure(err) is not None:
+        return False
     for cause in causes(err):
         if isinstance(cause, NETWORK_ERRORS):
             return True
@@ -52,6 +65,38 @@ def is_transient(err: BaseException) -> bool:
         if isinstance(cause, MlflowException) and cause.error_code in BUSY_CODES:
             return True
     return False
+
+
+def storage_failure(err: BaseException) -> BaseException | None:
+    """The cause of `err` that says a local disk is full (SQLite's or the OS's), else None."""
+    for cause in causes(err):
+        if isinstance(cause, sqlite3.Error) and _sqlite_full(cause):
+            return cause
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
+            return cause
+    return None
+
+
+def raise_if_storage(err: BaseException) -> None:
+    """Raise `StorageError` (one line: what is full, what to do) if `err` is a full disk."""
+    full = storage_failure(err)
+    if full is None:
+        return
+    if isinstance(full, OSError):
+        what = f"{full.filename}: " if full.filename else ""
+        what += full.strerror or str(full)
+    else:
+        what = f"the tracking store {mlflow.get_tracking_uri()}: database or disk is full"
+    raise StorageError(
+        f"tracking data cannot be written ({what}); free space there, then resume the run"
+    ) from err
+
+
+def _sqlite_full(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF == SQLITE_FULL
+    return str(err) == "database or disk is full"  # SQLite's fixed text for SQLITE_FULL
 
 
 def transient_status(status: int) -> bool:
@@ -69,4 +114,5 @@ def causes(err: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(current))
         yield current
-        todo += [current.__cause__, current.__context__]
+        # SQLAlchemy's errors carry the driver's own (sqlite3's) as `orig`.
+        todo += [current.__cause__, current.__context__, getattr(current, "orig", None)]

@@ -11,8 +11,10 @@ any moment leaves the previous checkpoint intact.
 sha256 of every file of its checkpoint; `restore` checks both and refuses
 (`CorruptData`, one line naming the file) a checkpoint of another run or one
 whose bytes changed, as it does an unreadable `state.json`. A checkpoint
-that cannot be written (a full disk) raises `StorageError`, leaving the
-previous one in place.
+that cannot be written (a full disk) raises `StorageError` (one line naming
+the file), leaving the previous one in place and no partial file behind; a
+`.weights.h5` that would not fit is refused before HDF5 writes it (HDF5
+crashes the process when such a write fails).
 
 With early stopping, the weights of the best epoch so far are kept beside
 them as `best-NNNN.weights.h5` (written before the epoch's `state.json`,
@@ -22,9 +24,12 @@ the final evaluation can use them, after a resume too.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -35,26 +40,38 @@ from experiments.errors import CorruptData, StorageError
 from experiments.tracking import run_folder
 from experiments.training import rng_state
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None
+
 
 def save(folder: Path, model, epoch: int, state: dict) -> Path:
     """Write the checkpoint of a finished `epoch` (0-based) and point `state.json` at it."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"epoch-{epoch:04d}"
     tmp = folder / f".{name}.tmp"
+    final = folder / name
     for stale in folder.glob(".epoch-*.tmp"):  # left by a kill mid-save
         shutil.rmtree(stale, ignore_errors=True)
+    writing = final
     try:
+        _check_room(folder, model, copies=2)  # the .weights.h5, then optimizer.npz
         tmp.mkdir()
-        model.save_weights(tmp / "model.weights.h5")
+        writing = tmp / "model.weights.h5"
+        model.save_weights(writing)
+        writing = tmp / "optimizer.npz"
         values = {f"v{i:05d}": np.asarray(v) for i, v in enumerate(model.optimizer.variables)}
-        np.savez(tmp / "optimizer.npz", **values)
-        np.savez(tmp / "rng.npz", **rng_state.capture(model))
+        np.savez(writing, **values)
+        writing = tmp / "rng.npz"
+        np.savez(writing, **rng_state.capture(model))
         files = {}
         for path in sorted(tmp.iterdir()):
+            writing = path
             files[path.name] = _sha256(path)
             _fsync_file(path)
+        writing = tmp
         _fsync_dir(tmp)
-        final = folder / name
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         _fsync_dir(folder)
@@ -62,13 +79,16 @@ def save(folder: Path, model, epoch: int, state: dict) -> Path:
         record = {**state, "epoch": epoch, "checkpoint": name, "files": files}
         if owner is not None:
             record["run_id"] = owner
-        _write_json(folder / "state.json", record)
+        writing = folder / "state.json"
+        _write_json(writing, record)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        if _state_names(folder) != name:  # renamed into place, but state.json never named it
+            shutil.rmtree(final, ignore_errors=True)
         raise StorageError(
-            f"cannot write the checkpoint of epoch {epoch + 1} in {folder} ({err}); the previous "
-            "checkpoint is kept. Free space there, then resume the run",
-            folder,
+            f"cannot write {writing}, the checkpoint of epoch {epoch + 1} ({_reason(err)}); "
+            "the previous checkpoint is kept. Free space there, then resume the run",
+            writing,
         ) from err
     for old in folder.glob("epoch-*"):
         if old.name != name:
@@ -162,6 +182,7 @@ def save_best(folder: Path, model, epoch: int) -> str:
     final = best_path(folder, epoch)
     tmp = final.with_name(f".{final.name}.tmp.weights.h5")  # Keras wants the suffix
     try:
+        _check_room(folder, model, copies=1)
         model.save_weights(tmp)
         digest = _sha256(tmp)
         _fsync_file(tmp)
@@ -170,9 +191,9 @@ def save_best(folder: Path, model, epoch: int) -> str:
     except OSError as err:
         tmp.unlink(missing_ok=True)
         raise StorageError(
-            f"cannot write the best epoch's weights {final} ({err}); the previous checkpoint "
-            "is kept. Free space there, then resume the run",
-            folder,
+            f"cannot write the best epoch's weights {final} ({_reason(err)}); the previous "
+            "checkpoint is kept. Free space there, then resume the run",
+            final,
         ) from err
     return digest
 
@@ -201,10 +222,66 @@ def prune_best(folder: Path, epoch: int) -> None:
 
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
-    _fsync_file(tmp)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
+        _fsync_file(tmp)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
+
+
+def _state_names(folder: Path) -> str | None:
+    """The checkpoint `state.json` names, or None (no state, or unreadable)."""
+    try:
+        return json.loads((folder / "state.json").read_text(encoding="utf-8")).get("checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# HDF5 (h5py 3.14) crashes the process (SIGSEGV in `File.close`) when a write of a
+# `.weights.h5` fails, so a full disk is found before Keras writes one: room for the
+# variables' bytes, `ROOM_PER_VARIABLE` of HDF5 metadata each, and `ROOM_SLACK`.
+ROOM_PER_VARIABLE = 4096
+ROOM_SLACK = 1 << 20
+
+
+class NoRoom(OSError):
+    """The checkpoint was not started: it would not fit."""
+
+
+def _check_room(folder: Path, model, copies: int) -> None:
+    """Raise `OSError` (ENOSPC, or EFBIG for the file-size limit) if a checkpoint cannot fit."""
+    variables = list(model.weights) + list(getattr(model.optimizer, "variables", []))
+    one = sum(_nbytes(v) + ROOM_PER_VARIABLE for v in variables) + ROOM_SLACK
+    free = shutil.disk_usage(folder).free
+    if free < copies * one:
+        raise NoRoom(errno.ENOSPC, f"{free} bytes free, about {copies * one} needed")
+    limit = _file_size_limit()
+    if limit is not None and limit < one:
+        raise NoRoom(errno.EFBIG, f"files are limited to {limit} bytes, about {one} needed")
+
+
+def _nbytes(variable) -> int:
+    digits = re.search(r"\d+$", str(variable.dtype))
+    return math.prod(variable.shape) * (int(digits.group()) // 8 if digits else 1)
+
+
+def _file_size_limit() -> int | None:
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _reason(err: OSError) -> str:
+    """`err` in one short line: "No space left on device" rather than HDF5's whole report."""
+    if isinstance(err, NoRoom):
+        return f"{os.strerror(err.errno)}: {err.strerror}"
+    if err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return os.strerror(err.errno)
+    return " ".join(str(err).split())
 
 
 def _sha256(path: Path) -> str:
