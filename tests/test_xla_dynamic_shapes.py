@@ -17,10 +17,10 @@ pytestmark = [
 def _pipeline():
     import tensorflow as tf
 
-    rng = np.random.default_rng(0)
     shapes = [(3, 7, 4), (2, 9, 3)]  # (rows, source length, target length)
 
-    def rows():
+    def rows():  # the same rows every epoch
+        rng = np.random.default_rng(0)
         for count, source, target in shapes:
             for _ in range(count):
                 s, t = rng.integers(2, source + 1), rng.integers(2, target + 1)
@@ -68,7 +68,7 @@ def test_every_score_and_mechanism_trains_under_xla_on_dynamic_shapes(policy):
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=True,
     )
-    history = model.fit(_pipeline(), epochs=2, verbose=0)
+    history = model.fit(_pipeline(), epochs=8, verbose=0)  # compiled once per shape
     losses = history.history["loss"]
     assert np.all(np.isfinite(losses))
-    assert losses[1] < losses[0]  # it learns, not only compiles
+    assert losses[-1] < losses[0]  # it learns, not only compiles
