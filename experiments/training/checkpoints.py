@@ -25,7 +25,6 @@ the final evaluation can use them, after a resume too.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import math
 import os
@@ -39,6 +38,7 @@ import numpy as np
 from experiments.errors import CorruptData, StorageError
 from experiments.tracking import run_folder
 from experiments.training import rng_state
+from experiments.training.datasets import file_digest
 
 try:
     import resource
@@ -68,7 +68,7 @@ def save(folder: Path, model, epoch: int, state: dict) -> Path:
         files = {}
         for path in sorted(tmp.iterdir()):
             writing = path
-            files[path.name] = _sha256(path)
+            files[path.name] = file_digest(path)
             _fsync_file(path)
         writing = tmp
         _fsync_dir(tmp)
@@ -131,7 +131,7 @@ def verify(folder: Path, state: dict, run_id: str | None = None) -> Path:
         path = checkpoint / name
         if "/" in name or not path.is_file():
             raise CorruptData(f"checkpoint file {path} is missing; the checkpoint is refused")
-        if _sha256(path) != digest:
+        if file_digest(path) != digest:
             raise CorruptData(
                 f"checkpoint file {path} is damaged (its sha256 is not the one recorded in "
                 f"{folder / 'state.json'}); the checkpoint is refused: start a new run"
@@ -184,7 +184,7 @@ def save_best(folder: Path, model, epoch: int) -> str:
     try:
         _check_room(folder, model, copies=1)
         model.save_weights(tmp)
-        digest = _sha256(tmp)
+        digest = file_digest(tmp)
         _fsync_file(tmp)
         os.replace(tmp, final)
         _fsync_dir(folder)
@@ -201,7 +201,7 @@ def save_best(folder: Path, model, epoch: int) -> str:
 def load_best(folder: Path, model, epoch: int, digest: str | None) -> None:
     """Load the best epoch's weights, refusing them (`CorruptData`) if their bytes changed."""
     path = best_path(folder, epoch)
-    if digest is not None and _sha256(path) != digest:
+    if digest is not None and file_digest(path) != digest:
         raise CorruptData(
             f"the best epoch's weights {path} are damaged (their sha256 is not the one recorded "
             f"in {folder / 'state.json'}); they are refused: start a new run"
@@ -282,14 +282,6 @@ def _reason(err: OSError) -> str:
     if err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         return os.strerror(err.errno)
     return " ".join(str(err).split())
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync_file(path: Path) -> None:
