@@ -7,7 +7,8 @@ once per memory and reused by every query (and every decoder step):
 - `prepare_query(query)`: `(B, Tq, d_q) -> (B, Tq, d'')`, once per query;
 - `pairwise(query, keys)`: prepared `(B, Tq, .)` x `(B, Tv, .)` -> `(B, Tq, Tv)`.
 
-`score(query, keys)` chains the three. `build(query_shape, keys_shape)` creates
+`score(query, keys)` chains the three; `score_step(query, prepared_keys)` scores
+a decoder step's `(B, d_q)` query. `build(query_shape, keys_shape)` creates
 only the weights the score needs, named after their role.
 """
 
@@ -74,6 +75,14 @@ class Score(keras.layers.Layer):
 
     def score(self, query, keys):
         return self.pairwise(self.prepare_query(query), self.prepare_keys(keys))
+
+    def score_step(self, query, prepared_keys):
+        """One query per row, as a decoder step asks: `(B, d_q)` x prepared `(B, Tv, .)`
+        -> `(B, Tv)`. The query is prepared before it gains its query axis: TensorFlow's
+        matmul of `(B, 1, d_q)` is a tensordot whose gradient XLA cannot compile in a loop
+        of dynamic shapes."""
+        query = ops.expand_dims(self.prepare_query(query), 1)
+        return ops.squeeze(self.pairwise(query, prepared_keys), 1)
 
     def call(self, query, keys):
         return self.score(query, keys)

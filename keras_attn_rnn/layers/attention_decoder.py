@@ -430,11 +430,11 @@ class AttentionDecoder(keras.layers.Layer):
             )
             if not masked:
                 return (output, *alignments), [new_state]
-            keep = step_input[:, -1] > 0
+            real = step_input[:, -1] > 0  # (B,): this step is not padding
             new_state = tree.map_structure(
-                lambda new, old: ops.where(_per_row(keep, new), new, old), new_state, states[0]
+                lambda new, old: ops.where(_per_row(real, new), new, old), new_state, states[0]
             )
-            keep = ops.expand_dims(keep, -1)
+            keep = _per_row(real, output)
             last = ops.where(keep, output, states[1])
             output = ops.where(keep, output, ops.zeros_like(output))
             alignments = [ops.where(keep, a, ops.zeros_like(a)) for a in alignments]

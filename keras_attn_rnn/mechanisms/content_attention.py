@@ -1,5 +1,4 @@
 import keras
-from keras import ops
 
 from keras_attn_rnn import scores
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
@@ -63,10 +62,7 @@ class ContentAttention(Mechanism):
         return self.score_layer.prepare_keys(memory)
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
-        raw = self.score_layer.pairwise(
-            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
-        )
-        return self.normalize(ops.squeeze(raw, 1), memory_mask), {}
+        return self.normalize(self.score_layer.score_step(query, prepared_keys), memory_mask), {}
 
     def get_config(self):
         return {**super().get_config(), "score": self.score, "units": self.units}

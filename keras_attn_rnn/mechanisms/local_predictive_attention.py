@@ -104,10 +104,8 @@ class LocalPredictiveAttention(Mechanism):
         centre = ops.expand_dims(self.position(query, memory_mask, length), -1)  # (B, 1)
         distance = ops.cast(ops.arange(length), "float32")[None, :] - centre  # (B, S)
         inside = ops.less_equal(ops.abs(distance), float(self.window))
-        raw = self.score_layer.pairwise(
-            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
-        )
-        weights = self.normalize(ops.squeeze(raw, 1), memory_mask, inside)
+        raw = self.score_layer.score_step(query, prepared_keys)
+        weights = self.normalize(raw, memory_mask, inside)
         sigma = self.window / 2.0
         return weights * ops.exp(-ops.square(distance) / (2.0 * sigma * sigma)), {}
 

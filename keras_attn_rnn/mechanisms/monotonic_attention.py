@@ -122,10 +122,8 @@ class MonotonicAttention(Mechanism):
         return state
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
-        score = self.score_layer.pairwise(
-            ops.expand_dims(self.score_layer.prepare_query(query), 1), prepared_keys
-        )
-        score = ops.squeeze(ops.cast(score, "float32"), 1) + ops.cast(self.score_bias, "float32")
+        score = ops.cast(self.score_layer.score_step(query, prepared_keys), "float32")
+        score = score + ops.cast(self.score_bias, "float32")
         if self.sigmoid_noise > 0 and training:
             noise = keras.random.normal(
                 ops.shape(score), seed=_random.TensorSeed(_step_seed(state))
