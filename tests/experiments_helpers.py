@@ -13,7 +13,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import keras
+import pytest
 import yaml
+
+from experiments.commands import main
+from experiments.training import run as training_run
+from experiments.training.callbacks import Checkpoint
 
 # Small enough that one run takes seconds; eager so no graph is traced.
 TINY = {
@@ -237,3 +243,31 @@ def image_steps(files: set[str]) -> dict[str, set[int]]:
             key, _, step, *_ = path.removeprefix("images/").split("+")
             out.setdefault(key, set()).add(int(step))
     return out
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Simulates Ctrl+C at the end of epoch index `at`."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.at:
+            raise KeyboardInterrupt
+
+
+def run_interrupted_after_checkpoint(monkeypatch, config: Path, at: int = 0) -> None:
+    """`python -m experiments run CONFIG`, Ctrl+C'd right after epoch `at` is checkpointed,
+    before that epoch reaches MLflow."""
+    original = training_run.make_callbacks
+
+    def patched(*args, **kwargs):
+        callbacks = original(*args, **kwargs)
+        index = next(i for i, c in enumerate(callbacks) if isinstance(c, Checkpoint))
+        return callbacks[: index + 1] + [Interrupt(at)] + callbacks[index + 1 :]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(training_run, "make_callbacks", patched)
+        with pytest.raises(KeyboardInterrupt):
+            main(["run", str(config)])

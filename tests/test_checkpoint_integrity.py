@@ -8,8 +8,13 @@ import keras
 import mlflow
 import numpy as np
 import pytest
-from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
-from test_experiments_resume import _interrupt_after_checkpoint
+from experiments_helpers import (
+    TINY_TASKS,
+    migrated_store,
+    run_interrupted_after_checkpoint,
+    runs,
+    write_config,
+)
 
 from experiments import errors
 from experiments.commands import main
@@ -91,10 +96,7 @@ def test_resume_refuses_a_damaged_checkpoint_and_leaves_the_run_as_it_was(
     config = write_config(
         tmp_path, TINY_TASKS["needle"], train={"epochs": 2}, tracking={"log_model": False}
     )
-    with monkeypatch.context() as patch:
-        _interrupt_after_checkpoint(patch, at=0)
-        with pytest.raises(KeyboardInterrupt):
-            main(["run", str(config)])
+    run_interrupted_after_checkpoint(monkeypatch, config)
     (run,) = runs(uri)
     run_id = run.info.run_id
     folder = next((tmp_path / "mlruns" / "checkpoints").glob(run_id))

@@ -5,42 +5,23 @@ from __future__ import annotations
 import random
 import types
 
-import keras
 import mlflow
 import numpy as np
 import pytest
 import tensorflow as tf
-from experiments_helpers import TINY_TASKS, migrated_store, runs, store_uri, write_config
+from experiments_helpers import (
+    TINY_TASKS,
+    migrated_store,
+    run_interrupted_after_checkpoint,
+    runs,
+    store_uri,
+    write_config,
+)
 
 from experiments.commands import main
-from experiments.training import run as training_run
-from experiments.training.callbacks import Checkpoint, EpochClock
+from experiments.training.callbacks import EpochClock
 
 EPOCHS = 2
-
-
-class Interrupt(keras.callbacks.Callback):
-    """Simulates Ctrl+C at the end of epoch index `at`."""
-
-    def __init__(self, at: int):
-        super().__init__()
-        self.at = at
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.at:
-            raise KeyboardInterrupt
-
-
-def _interrupt_after_checkpoint(monkeypatch, at: int) -> None:
-    """Interrupt right after epoch `at` is checkpointed, before it reaches MLflow."""
-    original = training_run.make_callbacks
-
-    def patched(*args, **kwargs):
-        callbacks = original(*args, **kwargs)
-        index = next(i for i, c in enumerate(callbacks) if isinstance(c, Checkpoint))
-        return callbacks[: index + 1] + [Interrupt(at)] + callbacks[index + 1 :]
-
-    monkeypatch.setattr(training_run, "make_callbacks", patched)
 
 
 def _history(uri, run_id, key):
@@ -62,10 +43,7 @@ def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
     assert main(["run", str(config)]) == 0
     (reference,) = runs(uri)
 
-    with monkeypatch.context() as patch:
-        _interrupt_after_checkpoint(patch, at=0)
-        with pytest.raises(KeyboardInterrupt):
-            main(["run", str(config)])
+    run_interrupted_after_checkpoint(monkeypatch, config)
     interrupted = runs(uri)[0]
     assert interrupted.info.run_id != reference.info.run_id
     assert interrupted.info.status == "KILLED"

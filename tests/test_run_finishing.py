@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import mlflow
 import pytest
-from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
+from experiments_helpers import (
+    TINY_TASKS,
+    migrated_store,
+    run_interrupted_after_checkpoint,
+    runs,
+    write_config,
+)
 from scaleout_helpers import lock_held
-from test_experiments_resume import _interrupt_after_checkpoint
 
 from experiments import errors
 from experiments.commands import main
@@ -72,10 +77,7 @@ def test_a_second_resume_of_a_run_in_use_is_refused(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     config = _run_config(tmp_path, log_model=False)
-    with monkeypatch.context() as patch:
-        _interrupt_after_checkpoint(patch, at=0)
-        with pytest.raises(KeyboardInterrupt):
-            main(["run", str(config)])
+    run_interrupted_after_checkpoint(monkeypatch, config)
     (run,) = runs(uri)
     run_id = run.info.run_id
     folder = run.data.tags["checkpoint_dir"]
