@@ -207,6 +207,16 @@ def test_local_p_follows_the_content_wherever_the_padding_is(placement):
     assert np.any(got[1] > 0) and np.any(got[2] > 0)  # the padded rows do attend
 
 
+def test_local_p_without_a_mask_spans_the_whole_memory():
+    """No mask: `start = 0` and `L = S`, as with a mask where every position is real."""
+    queries, memory = inputs(3)
+    mechanism = mechanisms.LocalPredictiveAttention("general", window=2)
+    unmasked = run(mechanism, queries, memory, mask=None)
+    everything = run(mechanism, queries, memory, mask=np.ones((B, S), bool))
+    np.testing.assert_allclose(unmasked, everything, atol=ATOL)
+    assert not np.allclose(unmasked, run(mechanism, queries, memory))  # MASK moves p_t
+
+
 def test_local_p_with_holes_spans_first_to_last_unmasked_position():
     queries, memory = inputs(7)
     window = 2
