@@ -16,7 +16,7 @@ from keras_attn_rnn import (
     mechanisms,
     scores,
 )
-from keras_attn_rnn.mechanisms import monotonic_attention
+from keras_attn_rnn.mechanisms import local_predictive_attention, monotonic_attention
 
 pytestmark = pytest.mark.layers
 
@@ -372,6 +372,50 @@ def test_coverage_attention_weights_and_the_score_without_bias(use_bias):
     expected_weights = np.exp(scores_ - scores_.max(-1, keepdims=True))
     expected_weights /= expected_weights.sum(-1, keepdims=True)
     np.testing.assert_allclose(to_numpy(alignments), expected_weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_location_sensitive_weights_and_the_keys_without_bias(use_bias):
+    """The documented shapes, b = 0 at first and one per unit; without use_bias no b, and the
+    prepared keys are the key projection alone."""
+    layer = mechanisms.LocationSensitiveAttention(4, filters=2, kernel_size=3, use_bias=use_bias)
+    layer.build((None, 3), (None, 5, 2))
+    shapes = {w.path.split("/")[-1]: tuple(w.shape) for w in layer.weights}
+    expected = {
+        "query_kernel": (3, 4),
+        "key_kernel": (2, 4),
+        "location_kernel": (3, 2, 2),
+        "location_projection": (2, 4),
+        "v": (4,),
+    }
+    assert shapes == ({**expected, "b": (4,)} if use_bias else expected)
+    if use_bias:
+        np.testing.assert_array_equal(weight(layer, "b"), np.zeros(4))
+        layer.b.assign(np.arange(1.0, 5.0, dtype="float32"))
+    memory = np.random.default_rng(0).normal(size=(2, 5, 2)).astype("float32")
+    keys = to_numpy(layer.prepare_keys(ops.convert_to_tensor(memory)))
+    projected = memory @ weight(layer, "key_kernel")
+    bias = np.arange(1.0, 5.0) if use_bias else 0.0
+    np.testing.assert_allclose(keys, projected + bias, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "row, span",
+    [
+        ([1, 1, 1, 0, 0], (0, 3)),  # right padding
+        ([0, 0, 1, 1, 1], (2, 3)),  # left padding
+        ([0, 1, 0, 1, 0], (1, 3)),  # holes: first to last real position
+        ([1, 1, 1, 1, 1], (0, 5)),
+        ([0, 0, 0, 0, 0], (0, 0)),  # no real position
+    ],
+)
+def test_unmasked_span_per_row(row, span):
+    """Each row's first real position and the span to its last, whatever the other rows are."""
+    others = [[1, 1, 1, 1, 1], [0, 0, 0, 0, 0]]
+    mask = ops.convert_to_tensor(np.array([row] + others, bool))
+    start, length = local_predictive_attention.unmasked_span(mask)
+    np.testing.assert_array_equal(to_numpy(start), [span[0], 0, 0])
+    np.testing.assert_array_equal(to_numpy(length), [span[1], 5, 0])
 
 
 # -- coverage loss ---------------------------------------------------------------------------
