@@ -290,6 +290,19 @@ class GenerateConfig(_Section):
             raise ValueError("generate.k (an integer >= 1) when generate.strategy is 'top_k'")
         if self.strategy == "top_p" and self.p is None:
             raise ValueError("generate.p (a float in (0, 1]) when generate.strategy is 'top_p'")
+        options = ("temperature", "k", "p", "beam_width", "length_penalty")
+        accepted = samplers.arguments(self.strategy)
+        defaults = GenerateConfig.model_fields
+        ignored = [
+            key
+            for key in options
+            if key not in accepted and getattr(self, key) != defaults[key].default
+        ]
+        if ignored:
+            raise ValueError(
+                f"generate.{', generate.'.join(ignored)} would be ignored: generate.strategy "
+                f"{self.strategy!r} takes {[key for key in options if key in accepted]}"
+            )
         return self
 
 

@@ -1,6 +1,6 @@
 """Attention-based RNN layers for Keras 3."""
 
-from keras_attn_rnn import generation, masking, models, plotting, samplers, scores
+from keras_attn_rnn import generation, generators, masking, models, plotting, samplers, scores
 from keras_attn_rnn.layers import AttentionDecoder, AttentionPooling, SequenceAttention
 
 __version__ = "0.1.0"
@@ -10,6 +10,7 @@ __all__ = [
     "AttentionPooling",
     "SequenceAttention",
     "generation",
+    "generators",
     "masking",
     "models",
     "plotting",

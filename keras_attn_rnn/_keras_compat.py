@@ -7,15 +7,16 @@ version and fails, naming the API, when a release moves or changes one.
 from keras.src import backend as _backend
 
 
-def rnn(step_function, inputs, initial_states, input_length=None):
+def rnn(step_function, inputs, initial_states, input_length=None, mask=None):
     """Keras's backend RNN loop: `keras.src.backend.rnn`, the loop `keras.layers.RNN` runs.
 
     Why private: `keras.layers.RNN` takes no per-step constants (the memory)
     since Keras 3, and a loop written with `ops.scan` / `ops.while_loop` does
     not compile its gradient under XLA on TensorFlow; this loop does, on every
-    backend. Returns `(last_output, outputs, final_states)`.
+    backend. With a `(B, T)` boolean `mask`, masked steps carry the states over.
+    Returns `(last_output, outputs, final_states)`.
     """
-    return _backend.rnn(step_function, inputs, initial_states, input_length=input_length)
+    return _backend.rnn(step_function, inputs, initial_states, input_length=input_length, mask=mask)
 
 
 def random_seed_dtype():

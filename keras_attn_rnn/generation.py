@@ -215,10 +215,25 @@ _DEFAULTS = {
 
 
 def _sampler_by_name(name, argument, vocabulary_size, options):
-    """The sampler `name`, built from those of `options` its constructor takes."""
+    """The sampler `name`, built from those of `options` its constructor takes.
+
+    An option set away from its default that the sampler does not take raises:
+    it would be ignored (`k=5` with `"greedy"`).
+    """
     samplers.check_name(name, argument)
-    cls = samplers.class_for(name)
-    accepted = inspect.signature(cls.__init__).parameters
+    accepted = samplers.arguments(name)
+    ignored = sorted(
+        key
+        for key, value in options.items()
+        if key not in accepted and value is not None and value != _DEFAULTS[key]
+    )
+    if ignored:
+        given = ", ".join(f"{key}={options[key]!r}" for key in ignored)
+        raise ValueError(
+            f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} not an argument of "
+            f"{argument}={name!r}, which takes {list(accepted)}: it would be ignored. "
+            f"Received: {argument}={name!r} with {given}"
+        )
     return samplers.get(
         name, vocabulary_size, **{key: value for key, value in options.items() if key in accepted}
     )

@@ -34,6 +34,12 @@ BAD_CASES = {
     "bad_lr_schedule": ({}, ["train.lr_schedule=linear"], "train.lr_schedule"),
     "seq2seq_layers": ({"task": TINY_TASKS["reverse"]}, ["model.num_layers=2"], "model.num_layers"),
     "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
+    "k_with_greedy": ({}, ["generate.k=5"], "generate.k would be ignored"),
+    "beam_width_with_top_p": (
+        {},
+        ["generate.strategy=top_p", "generate.p=0.9", "generate.beam_width=8"],
+        "generate.beam_width would be ignored",
+    ),
     "unknown_monitor": ({}, ["train.early_stopping.monitor=val_bleu"], "monitor"),
     "monitor_without_direction": (
         {},

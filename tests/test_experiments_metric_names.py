@@ -78,7 +78,8 @@ def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
         return decode(model, gen_cfg, prompts, max_length, batch_size)
 
     monkeypatch.setattr(kind, "decode", recording)
-    gen_cfg = GenerateConfig(strategy=strategy, beam_width=2, k=2)
+    options = {"beam": {"beam_width": 2}, "top_k": {"k": 2}}.get(strategy, {})
+    gen_cfg = GenerateConfig(strategy=strategy, **options)
     results = kind.test_metrics(model, task, task.test, gen_cfg)
     expected = {"token_accuracy", "exact_match_greedy", "alignment_accuracy", "attention_entropy"}
     if strategy == "beam":

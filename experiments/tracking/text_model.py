@@ -42,7 +42,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
-from keras_attn_rnn import generation
+from keras_attn_rnn import generation, samplers
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -195,16 +195,16 @@ class TextModel(mlflow.pyfunc.PythonModel):
 
     def generate(self, ids: list[list[int]], options: dict) -> list[dict]:
         try:
+            # the card holds every option (MLflow's params schema fills them all in):
+            # the sampler gets the ones it takes
+            sampler = options["sampler"]
+            samplers.check_name(sampler)
             result = generation.generate(
                 self.model,
                 ids,
                 int(options["max_length"]),
-                sampler=options["sampler"],
-                temperature=options["temperature"],
-                k=options["k"],
-                p=options["p"],
-                beam_width=options["beam_width"],
-                length_penalty=options["length_penalty"],
+                sampler=sampler,
+                **{key: options[key] for key in samplers.arguments(sampler) if key in options},
                 eos_id=self.card.get("end_id"),
                 start_id=self.card.get("start_id"),
                 seed=options["seed"],

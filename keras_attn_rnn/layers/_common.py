@@ -69,6 +69,20 @@ def split_masks(mask, count):
     return [mask] + [None] * (count - 1)
 
 
+def split_call_masks(mask, names):
+    """The `mask` of a call on list inputs: one entry (or None) per name, in order.
+
+    A single tensor raises: it could be meant for any of the inputs (a memory
+    mask taken as the inputs' mask would be silently wrong).
+    """
+    if mask is not None and not isinstance(mask, (list, tuple)):
+        raise ValueError(
+            f"mask must be a list [{', '.join(names)}] (an entry may be None): a single "
+            f"tensor could be meant for any of them. Received: mask={describe(mask)}"
+        )
+    return split_masks(mask, len(names))
+
+
 def attend(
     score, query, prepared_keys, values, mask=None, normalizer=None, dropout=None, training=None
 ):

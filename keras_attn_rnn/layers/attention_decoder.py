@@ -21,7 +21,9 @@ class AttentionDecoder(keras.layers.Layer):
     bias-free `Dense`, only with an `attention_layer_size`; otherwise
     `attention_m = context_t`); `attention_t` is the concatenation over the
     mechanisms. The step output is `attention_t`, or `cell_output` with
-    `output_attention=False`. The first `attention_{t-1}` is zeros. tfa's
+    `output_attention=False`, or both, `concat(cell_output, attention_t)`,
+    with `output_attention="both"` (Tacotron 2's decoder output, which its
+    frame and stop projections read). The first `attention_{t-1}` is zeros. tfa's
     `BahdanauAttention(units, normalize)` is `score=scores.Additive(units,
     normalize)`, its `LuongAttention(scale)` is
     `score=scores.General(use_scale)`, and its monotonic mechanisms are
@@ -46,7 +48,8 @@ class AttentionDecoder(keras.layers.Layer):
         attention_layer_size: size of the attention layer; `None` uses the
             context as the attention. With several mechanisms, a list with
             one size (or None) per mechanism.
-        output_attention: output the attention (True) or the cell output.
+        output_attention: output the attention (True), the cell output
+            (False) or both concatenated, cell output first (`"both"`).
         input_feeding: feed the previous attention into the cell's input.
         return_sequences: return every step's output, or only the last.
         return_state: also return the final cell state and attention.
@@ -75,7 +78,8 @@ class AttentionDecoder(keras.layers.Layer):
         `return_attention_scores`, last, the float32 alignments `(B, T, S)`
         (a list of them, one per mechanism, when there are several). `d_att`
         is the sum over the mechanisms of the attention layer size or `d_m`;
-        `d_out` is `d_att` or the cell's output size.
+        `d_out` is `d_att`, the cell's output size, or their sum with
+        `output_attention="both"`.
 
     Masking: padded memory positions get weight exactly 0 at every step (a
     row with no valid position gets a zero context). At masked input steps
@@ -137,10 +141,22 @@ class AttentionDecoder(keras.layers.Layer):
             cell = keras.saving.deserialize_keras_object(copy.deepcopy(cell))
         if isinstance(cell, (list, tuple)):
             cell = keras.layers.StackedRNNCells(cell)
+        if isinstance(cell, keras.layers.RNN):
+            raise ValueError(
+                "cell must be an RNN cell such as keras.layers.LSTMCell(units), not a whole RNN "
+                "layer: AttentionDecoder runs the loop over time itself (tfa's "
+                f"AttentionWrapper took a cell too). Received: cell={type(cell).__name__} layer "
+                f"{cell.name!r}; pass its cell type instead, e.g. keras.layers.LSTMCell"
+            )
         if not (callable(getattr(cell, "call", None)) and hasattr(cell, "state_size")):
             raise ValueError(
                 "cell must be a Keras RNN cell with `call` and `state_size` "
                 f"(e.g. keras.layers.LSTMCell). Received: cell={cell!r}"
+            )
+        if not (isinstance(output_attention, bool) or output_attention == "both"):
+            raise ValueError(
+                'output_attention must be True, False or "both". '
+                f"Received: output_attention={output_attention!r}"
             )
         _common.check_positive_int("units", units)
         if attention is None:
@@ -211,12 +227,18 @@ class AttentionDecoder(keras.layers.Layer):
         if (
             not isinstance(inputs, (list, tuple))
             or _common.is_shape(inputs)
-            or len(inputs) != 2
+            or len(inputs) < 2
             or inputs[1] is None
         ):
             raise ValueError(
                 "AttentionDecoder expects inputs=[inputs, memory]; the memory is "
                 f"missing. Received: inputs={_common.describe(inputs)}"
+            )
+        if len(inputs) != 2:
+            raise ValueError(
+                "AttentionDecoder expects inputs=[inputs, memory], two tensors (the memory is "
+                "both keys and values; a mechanism projects its own keys). "
+                f"Received: inputs={_common.describe(inputs)}"
             )
         return inputs[0], inputs[1]
 
@@ -291,13 +313,25 @@ class AttentionDecoder(keras.layers.Layer):
         attention, alignments, attention_state = self._attend(
             cell_output, state["attention_state"], *memory, training
         )
-        output = attention if self.output_attention else cell_output
+        output = self._output(cell_output, attention)
         new_state = {
             "cell_state": cell_state,
             "attention": attention,
             "attention_state": attention_state,
         }
         return output, alignments, new_state
+
+    def _output(self, cell_output, attention):
+        if self.output_attention == "both":
+            return ops.concatenate([ops.cast(cell_output, attention.dtype), attention], axis=-1)
+        return attention if self.output_attention else cell_output
+
+    @property
+    def output_size(self):
+        """`d_out`, the size of each step's output (once built)."""
+        if self.output_attention == "both":
+            return self.cell_output_size + self.attention_size
+        return self.attention_size if self.output_attention else self.cell_output_size
 
     # -------------------------------------------------------------- the state
 
@@ -393,7 +427,7 @@ class AttentionDecoder(keras.layers.Layer):
         _common.check_rank("inputs", sequence.shape, 3)
         _common.check_rank("memory", memory.shape, 3)
         self._check_batch(sequence.shape, memory.shape)
-        inputs_mask, memory_mask = _common.split_masks(mask, 2)
+        inputs_mask, memory_mask = _common.split_call_masks(mask, ("inputs_mask", "memory_mask"))
         _common.check_mask("inputs_mask", inputs_mask, tuple(sequence.shape[:2]))
         _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
         if memory_mask is not None:
@@ -418,8 +452,7 @@ class AttentionDecoder(keras.layers.Layer):
             # the mask travels as a last channel: TF's loop wants one input tensor here
             step_mask = ops.cast(ops.expand_dims(inputs_mask, -1), projected.dtype)
             step_inputs = ops.concatenate([projected, step_mask], axis=-1)
-            output_size = self.attention_size if self.output_attention else self.cell_output_size
-            carry.append(ops.zeros((ops.shape(memory)[0], output_size), self.compute_dtype))
+            carry.append(ops.zeros((ops.shape(memory)[0], self.output_size), self.compute_dtype))
         else:
             step_inputs = projected
 

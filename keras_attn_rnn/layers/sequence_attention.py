@@ -132,7 +132,18 @@ class SequenceAttention(keras.layers.Layer):
                 "key and value must have the same length. "
                 f"Received: key_shape={tuple(key_shape)}, value_shape={tuple(value_shape)}"
             )
+        self._check_batch(query_shape, value_shape, key_shape)
         self.score_layer.build_for(tuple(query_shape), tuple(key_shape))
+
+    @staticmethod
+    def _check_batch(query_shape, value_shape, key_shape):
+        shapes = {"query": query_shape, "value": value_shape, "key": key_shape}
+        known = {name: shape[0] for name, shape in shapes.items() if shape[0] is not None}
+        if len(set(known.values())) > 1:
+            received = ", ".join(f"{name}.shape={tuple(shapes[name])}" for name in known)
+            raise ValueError(
+                f"query, value and key must have the same batch size. Received: {received}"
+            )
 
     def key_mask(self, query_length, key_length, value_mask=None, use_causal_mask=False, offset=0):
         """The `(B or 1, Tq, Tv)` boolean mask of the keys each query may see.
@@ -228,7 +239,8 @@ class SequenceAttention(keras.layers.Layer):
                 training,
             )
         query, value, key = self._split(inputs)
-        query_mask, value_mask = _common.split_masks(mask, 2)
+        self._check_batch(query.shape, value.shape, key.shape)
+        query_mask, value_mask = _common.split_call_masks(mask, ("query_mask", "value_mask"))
         _common.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
         _common.check_mask("value_mask", value_mask, tuple(value.shape[:2]))
         masked_value = masking.zero_masked(value, value_mask)
@@ -293,6 +305,7 @@ class SequenceAttention(keras.layers.Layer):
             values = _write(values, value, index)
             keys = values if shared else _write(keys, self.score_layer.prepare_keys(key), index)
         _common.check_rank("query", query.shape, 3)
+        self._check_batch(query.shape, values.shape, keys.shape)
         query_mask, value_mask = _common.split_masks(mask, 2)
         key_mask = self.key_mask(
             ops.shape(query)[1], ops.shape(keys)[1], value_mask, causal, offset

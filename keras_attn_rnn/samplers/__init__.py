@@ -6,6 +6,8 @@ Subclass `Sampler` and override `get_next_token(logits, seed)` to add your
 own (see `Sampler`).
 """
 
+import inspect
+
 import keras
 
 from keras_attn_rnn.samplers.beam_sampler import BeamSampler
@@ -22,6 +24,7 @@ __all__ = [
     "Sampler",
     "TopKSampler",
     "TopPSampler",
+    "arguments",
     "deserialize",
     "get",
     "gumbel_noise",
@@ -59,6 +62,12 @@ def class_for(name):
     """The `Sampler` subclass registered under `name`."""
     check_name(name)
     return _CLASSES[name]
+
+
+def arguments(name):
+    """The constructor arguments of the sampler registered under `name`, e.g. `("k", "temperature")`."""
+    parameters = inspect.signature(class_for(name).__init__).parameters
+    return tuple(key for key in parameters if key not in ("self", "args", "kwargs"))
 
 
 def get(identifier, vocabulary_size=None, **kwargs):

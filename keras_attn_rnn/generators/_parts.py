@@ -1,0 +1,76 @@
+"""What the generators share: checking the parts, calling a head, collecting variables."""
+
+import keras
+from keras import ops
+
+
+def check_layer(name, value):
+    if not isinstance(value, keras.layers.Layer):
+        raise ValueError(
+            f"{name} must be a Keras layer or model (the one your model was trained with). "
+            f"Received: {name}={value!r}"
+        )
+
+
+def layer_list(name, value):
+    """`value` (a layer or a non-empty list of layers) as a list, checked."""
+    layers = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not layers:
+        raise ValueError(f"{name} must be a layer or a non-empty list of layers. Received: []")
+    for layer in layers:
+        check_layer(name, layer)
+    return layers
+
+
+def check_built(parts):
+    """Raises naming the first part (a `(name, layer)` pair) that has no weights yet."""
+    for name, layer in parts:
+        if not layer.built:
+            raise ValueError(
+                f"{name} is not built: build or train your model before generating "
+                f"(a functional model builds its layers when it is created). "
+                f"Received: {name}={layer.name!r} with built=False"
+            )
+
+
+def embed(layer, token):
+    """One step of tokens `(B,)` embedded; an `Embedding` attaches no Keras mask."""
+    token = ops.cast(token, "int32")
+    if isinstance(layer, keras.layers.Embedding):
+        return layer.call(token)
+    return layer(token)
+
+
+def apply(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def vocabulary_size(name, layer, given):
+    """`given`, else the `input_dim` of an `Embedding` layer."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or given < 2:
+            raise ValueError(f"{name} must be an integer >= 2. Received: {name}={given!r}")
+        return given
+    if isinstance(layer, keras.layers.Embedding):
+        return int(layer.input_dim)
+    embeddings = [
+        inner for inner in getattr(layer, "layers", []) if isinstance(inner, keras.layers.Embedding)
+    ]
+    if embeddings:
+        return int(embeddings[0].input_dim)
+    raise ValueError(
+        f"{name} is needed: it cannot be read from an Embedding layer. Received: {name}=None"
+    )
+
+
+def variables(parts):
+    """The parts' variables, each once (`jax.jit` passes them in as arguments)."""
+    seen, result = set(), []
+    for part in parts:
+        for variable in part.variables:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                result.append(variable)
+    return result

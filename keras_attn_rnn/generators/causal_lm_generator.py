@@ -1,0 +1,172 @@
+import keras
+from keras import ops, tree
+
+from keras_attn_rnn import _keras_compat, generation
+from keras_attn_rnn.generators import _parts
+from keras_attn_rnn.layers import SequenceAttention
+from keras_attn_rnn.models import _utils
+
+
+class CausalLMGenerator:
+    """Drives your own RNN language model with causal `SequenceAttention`.
+
+    The model it decodes computes, for tokens `(B, T)` (0 pads):
+    `h = rnn(embedding(tokens))` (through each RNN layer in turn),
+    `context = attention([h, h], use_causal_mask=True)`,
+    `logits = head(concatenate([h, context]))`. Generation runs the prompts
+    once, then per token one step of each RNN's cell and one cached
+    attention read (keys prepared once, as keras-hub's
+    `CachedMultiHeadAttention`), never a re-run of the prefix.
+
+    Args:
+        embedding: the layer that embeds token ids (an `Embedding`).
+        rnn: a `keras.layers.LSTM`, `GRU` or `SimpleRNN` with
+            `return_sequences=True`, or a list of them (stacked in order).
+        attention: the `SequenceAttention` of the causal self-attention.
+        head: a layer, or a list of layers applied in order, from
+            `concatenate([h, context])` to the logits `(B, V)`.
+        vocabulary_size: by default the embedding's `input_dim`.
+
+    Prompts may have different lengths (a list of id lists, or rows
+    right-padded with 0): each row continues from its own last token.
+
+    Example:
+
+    >>> from keras_attn_rnn import SequenceAttention
+    >>> from keras_attn_rnn.generators import CausalLMGenerator
+    >>> tokens = keras.Input((None,), dtype="int32")
+    >>> embedding = keras.layers.Embedding(30, 8, mask_zero=True)
+    >>> rnn = keras.layers.GRU(16, return_sequences=True)
+    >>> attention = SequenceAttention(score="general")
+    >>> head = keras.layers.Dense(30)
+    >>> h = rnn(embedding(tokens))
+    >>> context = attention([h, h], use_causal_mask=True)
+    >>> model = keras.Model(tokens, head(keras.layers.Concatenate()([h, context])))
+    >>> generator = CausalLMGenerator(embedding, rnn, attention, head)
+    >>> generator.generate([[3, 4, 5], [6]], 4).tokens.shape
+    (2, 4)
+    """
+
+    is_seq2seq = False
+
+    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None):
+        _parts.check_layer("embedding", embedding)
+        rnns = _parts.layer_list("rnn", rnn)
+        for layer in rnns:
+            if not isinstance(layer, keras.layers.RNN) or not layer.return_sequences:
+                raise ValueError(
+                    "rnn must be one-directional RNN layers (keras.layers.LSTM, GRU, "
+                    "SimpleRNN or RNN) with return_sequences=True: a language model reads "
+                    f"left to right. Received: rnn={layer!r}"
+                )
+            if layer.go_backwards:
+                raise ValueError(
+                    "rnn must read left to right. Received: rnn with go_backwards=True"
+                )
+        if not isinstance(attention, SequenceAttention):
+            raise ValueError(
+                "attention must be a keras_attn_rnn.SequenceAttention. "
+                f"Received: attention={attention!r}"
+            )
+        self.embedding = embedding
+        self.rnns = rnns
+        self.attention = attention
+        self.head = _parts.layer_list("head", head)
+        self.output_vocab_size = _parts.vocabulary_size(
+            "vocabulary_size", embedding, vocabulary_size
+        )
+
+    @property
+    def variables(self):
+        return _parts.variables([self.embedding, *self.rnns, self.attention, *self.head])
+
+    def _logits(self, hidden, context):
+        return _parts.apply(self.head, ops.concatenate([hidden, context], axis=-1))
+
+    def init_cache(self, prompts, max_length, start_id=None):
+        """Runs the prompts once and preallocates the attention cache.
+
+        Args:
+            prompts: int `(B, P)`, each row a non-empty prefix right-padded
+                with 0.
+            max_length: number of tokens that will be generated.
+            start_id: if set, prepended to every prompt.
+
+        Returns:
+            `(logits (B, V) float32, weights (B, L) float32, cache)`: the
+            logits after each prompt's last token, that position's weights
+            over the cache (`L = P + max_length`, plus 1 with `start_id`),
+            and the cache: `states` (per RNN layer), `attention` and
+            `position` `(B,)`.
+        """
+        _parts.check_built(
+            [("embedding", self.embedding)]
+            + [("rnn", layer) for layer in self.rnns]
+            + [("attention", self.attention)]
+            + [("head", layer) for layer in self.head]
+        )
+        prompts = ops.cast(prompts, "int32")
+        if start_id is not None:
+            start = ops.full((ops.shape(prompts)[0], 1), start_id, dtype="int32")
+            prompts = ops.concatenate([start, prompts], axis=1)
+        mask = ops.not_equal(prompts, 0)
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+        x = self.embedding(prompts)
+        states = []
+        for layer in self.rnns:
+            x, layer_states = _run(layer.cell, x, mask)
+            states.append(layer_states)
+        context, weights = self.attention(
+            [x, x], mask=[mask, mask], use_causal_mask=True, return_attention_scores=True
+        )
+        last_hidden = _utils.last_valid(x, lengths)
+        logits = self._logits(last_hidden, _utils.last_valid(context, lengths))
+        cache = {
+            "states": states,
+            "attention": self.attention.init_cache(_utils.pad_time(x, max_length)),
+            "position": lengths,
+        }
+        weights = _utils.pad_time(_utils.last_valid(weights, lengths), max_length)
+        return ops.cast(logits, "float32"), weights, cache
+
+    def next_logits(self, token, cache):
+        """One token `(B,)`: `(logits (B, V) float32, weights (B, L) float32, cache)`."""
+        x = _parts.embed(self.embedding, token)
+        states = []
+        for layer, layer_states in zip(self.rnns, cache["states"]):
+            x, layer_states = _step(layer.cell, x, layer_states)
+            states.append(layer_states)
+        step = ops.expand_dims(x, 1)
+        context, weights, attention = self.attention(
+            [step, step],
+            cache=cache["attention"],
+            cache_update_index=cache["position"],
+            use_causal_mask=True,
+            return_attention_scores=True,
+        )
+        logits = self._logits(x, ops.squeeze(context, 1))
+        cache = {"states": states, "attention": attention, "position": cache["position"] + 1}
+        return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
+
+    def generate(self, prompts, max_length, **options):
+        """`generation.generate(self, prompts, max_length, **options)`."""
+        return generation.generate(self, prompts, max_length, **options)
+
+
+def _step(cell, x, states):
+    output, new_states = cell(x, list(states), training=False)
+    return output, list(new_states) if tree.is_nested(new_states) else [new_states]
+
+
+def _run(cell, sequence, mask):
+    """The cell over a `(B, T, d)` sequence: `(outputs (B, T, units), final states)`; masked
+    steps (right padding) carry the states over, so the final states are the last real
+    step's."""
+    batch = ops.shape(sequence)[0]
+    initial = [
+        ops.zeros((batch, size), dtype=cell.compute_dtype) for size in tree.flatten(cell.state_size)
+    ]
+    _, outputs, states = _keras_compat.rnn(
+        lambda x, states: _step(cell, x, states), sequence, initial, mask=mask
+    )
+    return outputs, list(states)

@@ -1,0 +1,134 @@
+from keras import ops
+
+from keras_attn_rnn import generation
+from keras_attn_rnn.generators import _parts
+from keras_attn_rnn.layers import AttentionDecoder
+
+
+class Seq2SeqGenerator:
+    """Drives your own encoder-decoder built around an `AttentionDecoder`.
+
+    The model it decodes computes, in training (teacher forcing):
+    `memory, *state = encoder(source)`,
+    `outputs = decoder([target_embedding(target_in), memory],
+    initial_state=state)` (the memory masked where `source` is 0),
+    `logits = head(outputs)`. Generation runs the encoder once, then per
+    token one `decoder.step` (one cell step plus one attention read over
+    keys prepared once) and the head.
+
+    Args:
+        encoder: a Keras layer or model mapping source ids `(B, S)` to the
+            memory `(B, S, d_m)`, or to `[memory, *initial_state]` (the
+            decoder cell's initial state, e.g. an LSTM's `[h, c]`). Id 0 is
+            padding: those memory positions are masked.
+        target_embedding: the layer that embeds target ids (an `Embedding`).
+        decoder: the `AttentionDecoder` (trained, so built).
+        head: a layer, or a list of layers applied in order, from the
+            decoder's output to the logits `(B, V)`.
+        source_vocab_size, target_vocab_size: the vocabularies; by default
+            the `input_dim` of the encoder's first `Embedding` and of
+            `target_embedding`.
+
+    Generation: `generator.generate(source, max_length, start_id=...,
+    eos_id=..., sampler=...)` is `generation.generate(generator, ...)`: any
+    sampler, beam search included (the decoder state is tiled and reordered
+    with the beams). With several mechanisms, `attention` reports the first
+    one's alignments.
+
+    Example:
+
+    >>> from keras_attn_rnn import AttentionDecoder
+    >>> from keras_attn_rnn.generators import Seq2SeqGenerator
+    >>> src = keras.Input((None,), dtype="int32")
+    >>> tin = keras.Input((None,), dtype="int32")
+    >>> embed_source = keras.layers.Embedding(20, 8, mask_zero=True)
+    >>> memory, h, c = keras.layers.LSTM(16, return_sequences=True, return_state=True)(
+    ...     embed_source(src))
+    >>> embed_target = keras.layers.Embedding(12, 8, mask_zero=True)
+    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(16), attention_layer_size=16)
+    >>> head = keras.layers.Dense(12)
+    >>> logits = head(decoder([embed_target(tin), memory], initial_state=[h, c]))
+    >>> model = keras.Model([src, tin], logits)  # train it with model.fit
+    >>> encoder = keras.Model(src, [memory, h, c])  # the same layers
+    >>> generator = Seq2SeqGenerator(encoder, embed_target, decoder, head)
+    >>> generator.generate([[3, 4, 5], [6, 7]], 5, start_id=1, eos_id=2).tokens.shape
+    (2, 5)
+    """
+
+    is_seq2seq = True
+
+    def __init__(
+        self,
+        encoder,
+        target_embedding,
+        decoder,
+        head,
+        source_vocab_size=None,
+        target_vocab_size=None,
+    ):
+        _parts.check_layer("encoder", encoder)
+        _parts.check_layer("target_embedding", target_embedding)
+        if not isinstance(decoder, AttentionDecoder):
+            raise ValueError(
+                f"decoder must be a keras_attn_rnn.AttentionDecoder. Received: decoder={decoder!r}"
+            )
+        self.encoder = encoder
+        self.target_embedding = target_embedding
+        self.decoder = decoder
+        self.head = _parts.layer_list("head", head)
+        self.prompt_vocab_size = _parts.vocabulary_size(
+            "source_vocab_size", encoder, source_vocab_size
+        )
+        self.output_vocab_size = _parts.vocabulary_size(
+            "target_vocab_size", target_embedding, target_vocab_size
+        )
+
+    @property
+    def variables(self):
+        return _parts.variables([self.encoder, self.target_embedding, self.decoder, *self.head])
+
+    def init_cache(self, prompts, max_length=None, start_id=None):
+        """Encodes the source and runs the first decoder step on `start_id`.
+
+        Returns:
+            `(logits (B, V) float32, alignments (B, S) float32, cache)`; the
+            cache is the decoder's step state (a dict, batch first).
+        """
+        if start_id is None:
+            raise ValueError(
+                "Seq2SeqGenerator needs start_id, the first decoder input. Received: start_id=None"
+            )
+        _parts.check_built(
+            [("encoder", self.encoder), ("target_embedding", self.target_embedding)]
+            + [("decoder", self.decoder)]
+            + [("head", layer) for layer in self.head]
+        )
+        source = ops.cast(prompts, "int32")
+        encoded = self.encoder(source, training=False)
+        if isinstance(encoded, (list, tuple)):
+            memory, states = encoded[0], list(encoded[1:]) or None
+        else:
+            memory, states = encoded, None
+        cache = self.decoder.get_initial_state(
+            memory, memory_mask=ops.not_equal(source, 0), cell_state=states
+        )
+        # beam search's coverage starts from the alignments before the first step
+        initial = cache["attention_state"][0].get("alignments")
+        if initial is not None:
+            cache["initial_alignments"] = ops.cast(initial, "float32")
+        start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
+        return self.next_logits(start, cache)
+
+    def next_logits(self, token, cache):
+        """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
+        output, cache, alignments = self.decoder.step(
+            _parts.embed(self.target_embedding, token), cache
+        )
+        if isinstance(alignments, list):
+            alignments = alignments[0]
+        logits = _parts.apply(self.head, output)
+        return ops.cast(logits, "float32"), alignments, cache
+
+    def generate(self, prompts, max_length, **options):
+        """`generation.generate(self, prompts, max_length, **options)`."""
+        return generation.generate(self, prompts, max_length, **options)
