@@ -317,20 +317,6 @@ class ExperimentConfig(_Section):
 # --- loading ----------------------------------------------------------------
 
 
-def configs_dir() -> Path:
-    """The folder of ready configs shipped with the package."""
-    return Path(__file__).resolve().parent / "configs"
-
-
-def resolve_config_path(name: str) -> Path:
-    """A config file path, or the name of a ready config (`demo`, `reverse.yaml`)."""
-    path = Path(name)
-    if path.is_file():
-        return path
-    ready = configs_dir() / (name if name.endswith(".yaml") else f"{name}.yaml")
-    return ready if ready.is_file() else path
-
-
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Split `a.b=value` into (["a", "b"], yaml.safe_load("value"))."""
     key, sep, raw = text.partition("=")

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from experiments import commands
-from experiments.bench.cases import BENCHMARKS, GOALS, goal_met
+from experiments.bench.cases import BENCHMARKS
+from experiments.bench.goals import GOALS, goal_met
 from experiments.bench.profiles import TINY_ENV
 from experiments.bench.timing import summarize
 

@@ -10,7 +10,7 @@ from experiments_helpers import TINY_TASKS, migrated_store, snapshot, store_uri,
 
 from experiments import config as config_lib
 from experiments.commands import build_parser, main
-from experiments.config import configs_dir
+from experiments.ready_configs import directory as configs_dir
 from experiments.training import run
 from keras_attn_rnn import scores
 

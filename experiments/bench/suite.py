@@ -28,8 +28,9 @@ import keras
 import matplotlib
 
 from experiments.bench import scaling, timing
-from experiments.bench.cases import BENCHMARKS, GOALS, goal_met
+from experiments.bench.cases import BENCHMARKS
 from experiments.bench.cases.common import Options, Skip
+from experiments.bench.goals import GOALS, goal_met
 from experiments.tracking import store
 from experiments.tracking.tracker import Tracker
 

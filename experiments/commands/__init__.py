@@ -6,6 +6,11 @@ lists them, in the order `--help` shows them. Errors of the runner become
 exit codes through `errors.EXITS`. SIGTERM is handled like Ctrl+C: it raises
 `errors.Terminated` (a `KeyboardInterrupt`) in the main thread, once (a second
 SIGTERM while the command winds down is ignored), and `main` returns 143.
+
+`--help`, `list` and argument errors are instant: command modules import only light
+modules at the top, and each handler imports the runner parts it needs (TensorFlow,
+MLflow) when it runs. While a command runs, TensorFlow's C++ log lines are kept off
+stderr (`native_logs`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments import errors, interrupts
+from experiments import errors, interrupts, native_logs
 from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
 
 COMMANDS = (run, sweep, resume, ui, listing, bench, sync, export)
@@ -35,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
     args = build_parser().parse_args(argv)
     try:
-        with interrupts.sigterm_as_interrupt():
+        with native_logs.filtered_stderr(), interrupts.sigterm_as_interrupt():
             return args.handler(args) or 0
     except tuple(errors.EXITS) as err:
         exit_ = errors.exit_for(err)

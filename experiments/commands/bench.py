@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from experiments.bench import suite
-from experiments.bench.cases import BENCHMARKS
-from experiments.bench.cases.common import Options
+from experiments.bench.goals import GOALS
 from experiments.bench.profiles import profile_name
 
-CHOICES = [*BENCHMARKS, "scaling"]
+CHOICES = [*GOALS, "scaling"]
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -61,7 +58,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def handle(args) -> int:
     """Run the suite, print a summary table, write the JSON and log the MLflow run."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from experiments.bench import suite
+    from experiments.bench.cases.common import Options
+
     options = Options(
         profile=profile_name(quick=args.quick, tiny=args.tiny),
         jit_compile=args.jit_compile,

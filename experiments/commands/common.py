@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from experiments.tracking import store
-
 
 def add_config_arguments(parser, about: str) -> None:
     """The positional `config` (a file or a ready config's name) and repeatable `--set`."""
@@ -20,6 +18,8 @@ def add_config_arguments(parser, about: str) -> None:
 
 def report(run_id: str) -> None:
     """Where the run went, and how to look at it."""
+    from experiments.tracking import store
+
     print(f"run id: {run_id}")
     print(f"tracking store: {store.tracking_uri()}")
     print("review it with: make ui   (or: python -m experiments ui)")

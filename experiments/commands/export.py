@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from experiments.tracking import export
-
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -15,7 +13,6 @@ def add_parser(subparsers) -> None:
         "--format",
         dest="fmt",
         required=True,
-        choices=export.FORMATS,
         help="savedmodel: token ids -> generated ids (greedy `serve`, beam `serve_beam`), "
         "loadable without this library; keras: the trained .keras file",
     )
@@ -33,6 +30,8 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    from experiments.tracking import export
+
     out = export.export_run(args.run_id, args.fmt, args.out, args.force, args.beam_width)
     print(f"run {args.run_id}: model written to {out} ({args.fmt})")
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments import config
+from experiments import ready_configs
 
 
 def add_parser(subparsers) -> None:
@@ -11,7 +11,7 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
-    for path in sorted(config.configs_dir().glob("*.yaml")):
+    for path in sorted(ready_configs.directory().glob("*.yaml")):
         first = path.read_text(encoding="utf-8").splitlines()[:1]
         about = first[0].lstrip("# ").strip() if first and first[0].startswith("#") else ""
         print(f"{path.stem:10s} {about}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from experiments.commands import common
-from experiments.training import resume
 
 
 def add_parser(subparsers) -> None:
@@ -13,5 +12,7 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    from experiments.training import resume
+
     common.report(resume.resume_run(args.run_id))
     return 0

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from experiments import config
+from experiments import ready_configs
 from experiments.commands import common
-from experiments.training import run
 
 
 def add_parser(subparsers) -> None:
@@ -14,7 +13,10 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
-    cfg = config.load_config(config.resolve_config_path(args.config), args.overrides)
+    from experiments import config
+    from experiments.training import run
+
+    cfg = config.load_config(ready_configs.resolve(args.config), args.overrides)
     run_id = run.execute(run.prepare(cfg))
     common.report(run_id)
     return 0

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from experiments import config
+from experiments import ready_configs
 from experiments.commands import common
-from experiments.training import sweep
 
 
 def add_parser(subparsers) -> None:
@@ -21,6 +20,8 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
-    path = config.resolve_config_path(args.config)
+    from experiments.training import sweep
+
+    path = ready_configs.resolve(args.config)
     common.report(sweep.run_sweep(path, args.grid, args.overrides))
     return 0

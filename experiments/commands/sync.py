@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from experiments.tracking import sync
-
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -27,6 +25,8 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    from experiments.tracking import sync
+
     result = sync.sync_run(args.run_id, args.checkpoint_dir, echo=print, skip_bad=args.skip_bad)
     run = args.run_id
     if result.bad and not result.skipped:

@@ -10,7 +10,6 @@ import sys
 import time
 
 from experiments import errors
-from experiments.tracking import store
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -31,6 +30,8 @@ def add_parser(subparsers) -> None:
 
 def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
     """The `mlflow ui` command line for the project's store, bound to 127.0.0.1 by default."""
+    from experiments.tracking import store
+
     return [
         sys.executable,
         "-m",
@@ -47,6 +48,8 @@ def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
 
 def handle(args) -> int:
     """Serve the store until interrupted (Ctrl+C or SIGTERM: the UI and its workers stop too)."""
+    from experiments.tracking import store
+
     command = ui_command(args.port, args.host)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)

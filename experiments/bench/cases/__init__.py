@@ -1,4 +1,4 @@
-"""The side-by-side benchmarks, by family, and their goals: the project against its peer.
+"""The side-by-side benchmarks, by family: the project against its peer (goals: `goals.py`).
 
 Every benchmark takes the run's `common.Options` and returns the fields of
 `timing.paired` plus its `shapes`, what `project` and `peer` are, and
@@ -9,19 +9,6 @@ anything it measured on the side; one that cannot run here raises
 from __future__ import annotations
 
 from experiments.bench.cases import decoder, generation, layers, tracking
-
-GOALS = {
-    "pooling_overhead": "<=1.10",
-    "causal_dot_vs_keras": "<=1.05",
-    "additive_vs_keras": "<=1.00",
-    "decoder_vs_tfa": ">=1.3",
-    "luong_parallel_speedup": ">=2",
-    "monotonic_parallel_cost": "<=1.3",
-    "location_cost": "<=1.5",
-    "generation_cache_speedup": ">=10",
-    "beam4_cost": "<=5",
-    "tracking_overhead": "<=1.05",
-}
 
 BENCHMARKS = {
     "pooling_overhead": layers.pooling_overhead,
@@ -35,9 +22,3 @@ BENCHMARKS = {
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,
 }
-
-
-def goal_met(goal: str, ratio: float) -> bool:
-    """Whether `ratio` meets a goal written `"<=1.10"` or `">=10"`."""
-    bound = float(goal[2:])
-    return ratio <= bound if goal.startswith("<=") else ratio >= bound

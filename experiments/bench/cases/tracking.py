@@ -10,7 +10,7 @@ from pathlib import Path
 import keras
 import mlflow
 
-from experiments import config
+from experiments import config, ready_configs
 from experiments.bench import timing
 from experiments.bench.cases.common import Options
 from experiments.tracking import store
@@ -67,7 +67,7 @@ def tracking_overhead(options: Options) -> dict:
         "tracking.log_model=false",
         "tracking.experiment=bench-tracking-overhead",
     ]
-    cfg = config.load_config(config.resolve_config_path(s["config"]), overrides)
+    cfg = config.load_config(ready_configs.resolve(s["config"]), overrides)
     prepared = run.prepare(cfg)
     cfg, task = prepared.cfg, prepared.task
     keras.utils.set_random_seed(cfg.train.seed)

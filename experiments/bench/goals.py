@@ -1,0 +1,26 @@
+"""Each benchmark's goal, a bound on its ratio (project / peer), by name in report order.
+
+Light on purpose: the `bench` command's `--only` choices come from here without importing
+the benchmarks (TensorFlow).
+"""
+
+from __future__ import annotations
+
+GOALS = {
+    "pooling_overhead": "<=1.10",
+    "causal_dot_vs_keras": "<=1.05",
+    "additive_vs_keras": "<=1.00",
+    "decoder_vs_tfa": ">=1.3",
+    "luong_parallel_speedup": ">=2",
+    "monotonic_parallel_cost": "<=1.3",
+    "location_cost": "<=1.5",
+    "generation_cache_speedup": ">=10",
+    "beam4_cost": "<=5",
+    "tracking_overhead": "<=1.05",
+}
+
+
+def goal_met(goal: str, ratio: float) -> bool:
+    """Whether `ratio` meets a goal written `"<=1.10"` or `">=10"`."""
+    bound = float(goal[2:])
+    return ratio <= bound if goal.startswith("<=") else ratio >= bound
