@@ -15,8 +15,9 @@ afterwards (a row with every key masked gets zeros).
   `max(s / 2 - tau, 0) ** 2`; sparse like sparsemax, smoother.
 """
 
-import keras
 from keras import ops
+
+from keras_attn_rnn import registry
 
 
 def softmax(scores, axis=-1):
@@ -91,31 +92,24 @@ def entmax15(scores, axis=-1):
     return ops.moveaxis(ops.square(ops.relu(moved - threshold)), -1, axis)
 
 
-NORMALIZERS = {"softmax": softmax, "hardmax": hardmax, "sparsemax": sparsemax, "entmax15": entmax15}
+REGISTRY = registry.Registry(
+    "normalizer",
+    None,
+    "a callable `(scores, axis) -> weights`",
+    {"softmax": softmax, "hardmax": hardmax, "sparsemax": sparsemax, "entmax15": entmax15},
+)
 
 
 def names():
     """The registered normalizer names: `("softmax", "hardmax", "sparsemax", "entmax15")`."""
-    return tuple(NORMALIZERS)
+    return REGISTRY.names()
 
 
 def get(identifier):
     """The normalizer function for a name of `names()`, a callable, or a serialized function."""
-    if isinstance(identifier, str) and identifier in NORMALIZERS:
-        return NORMALIZERS[identifier]
-    if callable(identifier):
-        return identifier
-    if isinstance(identifier, dict):
-        return keras.saving.deserialize_keras_object(identifier)
-    choices = ", ".join(repr(name) for name in NORMALIZERS)
-    raise ValueError(
-        f"normalizer must be one of {choices} or a callable `(scores, axis) -> weights`. "
-        f"Received: normalizer={identifier!r}"
-    )
+    return REGISTRY.get(identifier)
 
 
 def serialize(identifier):
     """Config form of a normalizer: its name, or the serialized registered function."""
-    if isinstance(identifier, str):
-        return identifier
-    return keras.saving.serialize_keras_object(identifier)
+    return REGISTRY.serialize(identifier)

@@ -17,6 +17,8 @@ import math
 import keras
 from keras import ops
 
+from keras_attn_rnn import registry
+
 
 class Score(keras.layers.Layer):
     """Base of the score layers: dot product of the prepared query and keys.
@@ -247,44 +249,40 @@ def energy(hidden, v):
     return ops.sum(hidden * v, axis=-1)
 
 
-_CLASSES = {
-    "dot": Dot,
-    "scaled_dot": ScaledDot,
-    "general": General,
-    "additive": Additive,
-    "tanh_dot": TanhDot,
-}
-_NAME_OF = {cls: name for name, cls in _CLASSES.items()}
+REGISTRY = registry.Registry(
+    "score",
+    Score,
+    "a `keras_attn_rnn.scores.Score` instance",
+    {
+        "dot": Dot,
+        "scaled_dot": ScaledDot,
+        "general": General,
+        "additive": Additive,
+        "tanh_dot": TanhDot,
+    },
+)
 
 
 def names():
     """The registered score names, in registry order: `("dot", "scaled_dot", ...)`."""
-    return tuple(_CLASSES)
+    return REGISTRY.names()
 
 
 def check(identifier):
     """Raises a `ValueError` unless `identifier` names or is a score."""
-    if isinstance(identifier, (Score, dict)) or identifier in _CLASSES:
-        return
-    choices = ", ".join(repr(name) for name in _CLASSES)
-    raise ValueError(
-        f"score must be one of {choices} or a `keras_attn_rnn.scores.Score` instance. "
-        f"Received: score={identifier!r}"
-    )
+    REGISTRY.check(identifier)
 
 
 def get(identifier, **kwargs):
-    """Returns a score layer from a name (`"additive"`) or passes an instance through.
+    """Returns a score layer from a name (`"additive"`), a config, or an instance as is.
 
     `kwargs` (e.g. `units=64`, `name=...`, `dtype=...`) are given to the
     constructor when `identifier` is a name; `units` only reaches `additive`.
     """
     check(identifier)
-    if isinstance(identifier, Score):
-        return identifier
-    if isinstance(identifier, dict):
-        return keras.saving.deserialize_keras_object(identifier)
-    cls = _CLASSES[identifier]
+    if not isinstance(identifier, str):
+        return REGISTRY.get(identifier)
+    cls = REGISTRY.class_for(identifier)
     if cls is not Additive:
         kwargs.pop("units", None)
     return cls(**kwargs)
@@ -301,13 +299,14 @@ def role_named(identifier, units=None, dtype=None):
 
 
 def name_of(score):
-    """The registry name of a score (`"additive"`) given as a name, a layer or its config."""
+    """The registry name of a score (`"additive"`) given as a name, a layer or its config
+    (an unregistered score: its class name)."""
     if isinstance(score, str):
         return score
-    if isinstance(score, dict):
-        by_class = {cls.__name__: name for cls, name in _NAME_OF.items()}
-        return by_class.get(score.get("class_name"), score.get("class_name"))
-    return _NAME_OF.get(type(score), type(score).__name__)
+    found = REGISTRY.name_of(score)
+    if found is not None:
+        return found
+    return score.get("class_name") if isinstance(score, dict) else type(score).__name__
 
 
 def check_units(score, units, projects_to):
@@ -322,8 +321,4 @@ def check_units(score, units, projects_to):
 
 def serialize(identifier):
     """Config form of a `score=` argument: the name itself, or the serialized layer."""
-    if isinstance(identifier, (str, dict)):
-        return identifier
-    config = keras.saving.serialize_keras_object(identifier)
-    config.pop("build_config", None)  # the owning layer builds its score
-    return config
+    return REGISTRY.serialize(identifier)

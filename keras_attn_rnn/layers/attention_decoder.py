@@ -3,7 +3,7 @@ import copy
 import keras
 from keras import ops, tree
 
-from keras_attn_rnn import _keras_compat, masking, mechanisms, normalizers, scores
+from keras_attn_rnn import _keras_compat, checks, masking, mechanisms, normalizers, scores
 from keras_attn_rnn.layers import _common, _decoder_cells
 
 
@@ -158,7 +158,7 @@ class AttentionDecoder(keras.layers.Layer):
                 'output_attention must be True, False or "both". '
                 f"Received: output_attention={output_attention!r}"
             )
-        _common.check_positive_int("units", units)
+        checks.check_positive_int("units", units)
         if attention is None:
             scores.check_units(score, units, "cell output size")
             normalizers.get(normalizer)
@@ -226,19 +226,19 @@ class AttentionDecoder(keras.layers.Layer):
     def _split(inputs):
         if (
             not isinstance(inputs, (list, tuple))
-            or _common.is_shape(inputs)
+            or checks.is_shape(inputs)
             or len(inputs) < 2
             or inputs[1] is None
         ):
             raise ValueError(
                 "AttentionDecoder expects inputs=[inputs, memory]; the memory is "
-                f"missing. Received: inputs={_common.describe(inputs)}"
+                f"missing. Received: inputs={checks.describe(inputs)}"
             )
         if len(inputs) != 2:
             raise ValueError(
                 "AttentionDecoder expects inputs=[inputs, memory], two tensors (the memory is "
                 "both keys and values; a mechanism projects its own keys). "
-                f"Received: inputs={_common.describe(inputs)}"
+                f"Received: inputs={checks.describe(inputs)}"
             )
         return inputs[0], inputs[1]
 
@@ -254,8 +254,8 @@ class AttentionDecoder(keras.layers.Layer):
 
     def build(self, input_shape):
         inputs_shape, memory_shape = self._split(input_shape)
-        _common.check_rank("inputs", inputs_shape, 3)
-        _common.check_rank("memory", memory_shape, 3)
+        checks.check_rank("inputs", inputs_shape, 3)
+        checks.check_rank("memory", memory_shape, 3)
         self._check_batch(inputs_shape, memory_shape)
         self.input_dim = inputs_shape[-1]
         self.memory_dim = memory_shape[-1]
@@ -388,10 +388,10 @@ class AttentionDecoder(keras.layers.Layer):
         """The step API's initial state: see the class docstring."""
         self._check_built("get_initial_state")
         memory = ops.cast(memory, self.compute_dtype)
-        _common.check_rank("memory", memory.shape, 3)
+        checks.check_rank("memory", memory.shape, 3)
         if memory_mask is None:
             memory_mask = ops.ones(ops.shape(memory)[:2], dtype="bool")
-        _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
+        checks.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
         memory_mask = ops.cast(memory_mask, "bool")
         memory = masking.zero_masked(memory, memory_mask)
         state, keys = self._initial_state(memory, memory_mask, cell_state)
@@ -424,12 +424,12 @@ class AttentionDecoder(keras.layers.Layer):
         if mask is None:
             mask = inputs_mask
         sequence, memory = self._split(inputs)
-        _common.check_rank("inputs", sequence.shape, 3)
-        _common.check_rank("memory", memory.shape, 3)
+        checks.check_rank("inputs", sequence.shape, 3)
+        checks.check_rank("memory", memory.shape, 3)
         self._check_batch(sequence.shape, memory.shape)
         inputs_mask, memory_mask = _common.split_call_masks(mask, ("inputs_mask", "memory_mask"))
-        _common.check_mask("inputs_mask", inputs_mask, tuple(sequence.shape[:2]))
-        _common.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
+        checks.check_mask("inputs_mask", inputs_mask, tuple(sequence.shape[:2]))
+        checks.check_mask("memory_mask", memory_mask, tuple(memory.shape[:2]))
         if memory_mask is not None:
             memory_mask = ops.cast(memory_mask, "bool")
             memory = masking.zero_masked(memory, memory_mask)
@@ -539,7 +539,7 @@ def _layer_sizes(attention_layer_size, count):
     else:
         sizes = [attention_layer_size] * count
     for size in sizes:
-        _common.check_positive_int("attention_layer_size", size)
+        checks.check_positive_int("attention_layer_size", size)
     return sizes
 
 

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import masking, normalizers, scores
+from keras_attn_rnn import checks, masking, normalizers, scores
 from keras_attn_rnn.layers import _common
 
 QUERY_SOURCES = ("learned", "fixed", "external")
@@ -67,7 +67,7 @@ class AttentionPooling(keras.layers.Layer):
         **kwargs,
     ):
         scores.check(score)
-        _common.check_positive_int("units", units)
+        checks.check_positive_int("units", units)
         if query not in QUERY_SOURCES:
             raise ValueError(
                 f"query must be one of 'learned', 'fixed', 'external'. Received: query={query!r}"
@@ -79,7 +79,7 @@ class AttentionPooling(keras.layers.Layer):
                 f"query_value is only used with query='fixed'. Received: query={query!r}, "
                 f"query_value={query_value!r}"
             )
-        _common.check_dropout(dropout)
+        checks.check_dropout(dropout)
         self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
         self.score = scores.serialize(score)  # config form; the layer is score_layer
@@ -114,25 +114,25 @@ class AttentionPooling(keras.layers.Layer):
 
     def _split(self, inputs):
         external = self.query == "external"
-        is_pair = isinstance(inputs, (list, tuple)) and not _common.is_shape(inputs)
+        is_pair = isinstance(inputs, (list, tuple)) and not checks.is_shape(inputs)
         if external and not (is_pair and len(inputs) == 2):
             raise ValueError(
                 "query='external' expects inputs=[sequence, query]. "
-                f"Received: inputs={_common.describe(inputs)}"
+                f"Received: inputs={checks.describe(inputs)}"
             )
         if not external and is_pair:
             raise ValueError(
                 f"query={self.query!r} expects a single sequence input; pass the query only "
-                f"with query='external'. Received: inputs={_common.describe(inputs)}"
+                f"with query='external'. Received: inputs={checks.describe(inputs)}"
             )
         return (inputs[0], inputs[1]) if external else (inputs, None)
 
     def build(self, input_shape):
         sequence_shape, query_shape = self._split(input_shape)
-        _common.check_rank("sequence", sequence_shape, 3)
+        checks.check_rank("sequence", sequence_shape, 3)
         dim = sequence_shape[-1]
         if self.query == "external":
-            _common.check_rank("query", query_shape, 2)
+            checks.check_rank("query", query_shape, 2)
             query_dim = query_shape[-1]
         elif self.query == "fixed":
             query_dim = len(self.query_value)
@@ -154,7 +154,7 @@ class AttentionPooling(keras.layers.Layer):
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
         sequence, query = self._split(inputs)
         sequence_mask = _common.split_masks(mask, 2)[0]
-        _common.check_mask("mask", sequence_mask, tuple(sequence.shape[:2]))
+        checks.check_mask("mask", sequence_mask, tuple(sequence.shape[:2]))
         sequence = masking.zero_masked(sequence, sequence_mask)
         if query is None:
             query = ops.reshape(ops.cast(self.query_vector, self.compute_dtype), (1, 1, -1))

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import masking, normalizers, scores
+from keras_attn_rnn import checks, masking, normalizers, scores
 from keras_attn_rnn.layers import _common
 
 
@@ -89,9 +89,9 @@ class SequenceAttention(keras.layers.Layer):
     def __init__(
         self, score="dot", units=None, window=None, dropout=0.0, normalizer="softmax", **kwargs
     ):
-        _common.check_positive_int("units", units)
-        _common.check_positive_int("window", window)
-        _common.check_dropout(dropout)
+        checks.check_positive_int("units", units)
+        checks.check_positive_int("window", window)
+        checks.check_dropout(dropout)
         scores.check_units(score, units, "query size")
         self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
@@ -108,12 +108,12 @@ class SequenceAttention(keras.layers.Layer):
     def _split(inputs):
         if (
             not isinstance(inputs, (list, tuple))
-            or _common.is_shape(inputs)
+            or checks.is_shape(inputs)
             or len(inputs) not in (2, 3)
         ):
             raise ValueError(
                 "SequenceAttention expects inputs=[query, value] or [query, value, key]. "
-                f"Received: inputs={_common.describe(inputs)}"
+                f"Received: inputs={checks.describe(inputs)}"
             )
         query, value = inputs[0], inputs[1]
         key = inputs[2] if len(inputs) == 3 else value
@@ -122,7 +122,7 @@ class SequenceAttention(keras.layers.Layer):
     def build(self, input_shape):
         query_shape, value_shape, key_shape = self._split(input_shape)
         for name, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
-            _common.check_rank(name, shape, 3)
+            checks.check_rank(name, shape, 3)
         if (
             key_shape[1] is not None
             and value_shape[1] is not None
@@ -241,8 +241,8 @@ class SequenceAttention(keras.layers.Layer):
         query, value, key = self._split(inputs)
         self._check_batch(query.shape, value.shape, key.shape)
         query_mask, value_mask = _common.split_call_masks(mask, ("query_mask", "value_mask"))
-        _common.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
-        _common.check_mask("value_mask", value_mask, tuple(value.shape[:2]))
+        checks.check_mask("query_mask", query_mask, tuple(query.shape[:2]))
+        checks.check_mask("value_mask", value_mask, tuple(value.shape[:2]))
         masked_value = masking.zero_masked(value, value_mask)
         key = masked_value if key is value else masking.zero_masked(key, value_mask)
         value = masked_value
@@ -304,7 +304,7 @@ class SequenceAttention(keras.layers.Layer):
             offset = index
             values = _write(values, value, index)
             keys = values if shared else _write(keys, self.score_layer.prepare_keys(key), index)
-        _common.check_rank("query", query.shape, 3)
+        checks.check_rank("query", query.shape, 3)
         self._check_batch(query.shape, values.shape, keys.shape)
         query_mask, value_mask = _common.split_masks(mask, 2)
         key_mask = self.key_mask(
@@ -327,7 +327,7 @@ class SequenceAttention(keras.layers.Layer):
             expected = " or ".join(str(sorted(layout)) for layout in layouts)
             raise ValueError(
                 f"cache must be the dict that init_cache() returns, with {expected}. "
-                f"Received: cache={_common.describe(cache)}"
+                f"Received: cache={checks.describe(cache)}"
             )
         return "keys" not in cache
 

@@ -5,8 +5,7 @@ carry state from step to step (where they looked before) or predict where
 to look. See `Mechanism` for the interface a new one implements.
 """
 
-import keras
-
+from keras_attn_rnn import registry
 from keras_attn_rnn.mechanisms.content_attention import ContentAttention
 from keras_attn_rnn.mechanisms.coverage_attention import CoverageAttention
 from keras_attn_rnn.mechanisms.local_predictive_attention import LocalPredictiveAttention
@@ -21,6 +20,7 @@ __all__ = [
     "LocationSensitiveAttention",
     "Mechanism",
     "MonotonicAttention",
+    "REGISTRY",
     "check_name",
     "class_for",
     "get",
@@ -29,48 +29,40 @@ __all__ = [
 ]
 
 # The names of `model.attention.mechanism` in the runner's configs and of `get`.
-_CLASSES = {
-    "content": ContentAttention,
-    "monotonic": MonotonicAttention,
-    "location": LocationSensitiveAttention,
-    "coverage": CoverageAttention,
-    "local_p": LocalPredictiveAttention,
-}
+REGISTRY = registry.Registry(
+    "mechanism",
+    Mechanism,
+    "a `keras_attn_rnn.mechanisms.Mechanism`",
+    {
+        "content": ContentAttention,
+        "monotonic": MonotonicAttention,
+        "location": LocationSensitiveAttention,
+        "coverage": CoverageAttention,
+        "local_p": LocalPredictiveAttention,
+    },
+)
 
 
 def names():
     """The registered mechanism names: `("content", "monotonic", "location", ...)`."""
-    return tuple(_CLASSES)
+    return REGISTRY.names()
 
 
 def class_for(name):
     """The `Mechanism` subclass registered under `name`."""
-    check_name(name)
-    return _CLASSES[name]
+    return REGISTRY.class_for(name)
 
 
 def check_name(identifier):
     """Raises a `ValueError` unless `identifier` is a registered mechanism name."""
-    if isinstance(identifier, str) and identifier in _CLASSES:
-        return
-    choices = ", ".join(repr(name) for name in _CLASSES)
-    raise ValueError(
-        f"mechanism must be one of {choices} or a `keras_attn_rnn.mechanisms.Mechanism`. "
-        f"Received: mechanism={identifier!r}"
-    )
+    REGISTRY.check_name(identifier)
 
 
 def get(identifier, **kwargs):
     """A mechanism from a name (`get("monotonic", score="general")`), a config, or an instance."""
-    if isinstance(identifier, Mechanism):
-        return identifier
-    if isinstance(identifier, dict):
-        return keras.saving.deserialize_keras_object(identifier)
-    return class_for(identifier)(**kwargs)
+    return REGISTRY.get(identifier, **kwargs)
 
 
 def serialize(mechanism):
     """Config form of a mechanism (the owning decoder builds it)."""
-    config = keras.saving.serialize_keras_object(mechanism)
-    config.pop("build_config", None)
-    return config
+    return REGISTRY.serialize(mechanism)

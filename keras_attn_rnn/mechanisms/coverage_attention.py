@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn.layers import _common
+from keras_attn_rnn import checks
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 from keras_attn_rnn.scores import energy
 
@@ -49,7 +49,7 @@ class CoverageAttention(Mechanism):
     def __init__(
         self, units, use_bias=True, normalizer="softmax", **kwargs
     ):  # pragma: no mutate block
-        _common.check_positive_int("units", units, allow_none=False)
+        checks.check_positive_int("units", units, allow_none=False)
         super().__init__(normalizer=normalizer, **kwargs)
         self.units = units
         self.use_bias = use_bias

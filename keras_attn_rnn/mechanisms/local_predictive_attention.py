@@ -1,8 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import scores
-from keras_attn_rnn.layers import _common
+from keras_attn_rnn import checks, scores
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 
@@ -64,8 +63,8 @@ class LocalPredictiveAttention(Mechanism):
         **kwargs,
     ):  # pragma: no mutate block
         scores.check_units(score, units, "query size")
-        _common.check_positive_int("window", window, allow_none=False)
-        _common.check_positive_int("position_units", position_units)
+        checks.check_positive_int("window", window, allow_none=False)
+        checks.check_positive_int("position_units", position_units)
         super().__init__(normalizer=normalizer, **kwargs)
         self.score = scores.serialize(score)
         self.window = window

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn.layers import _common
+from keras_attn_rnn import checks
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 from keras_attn_rnn.scores import energy
 
@@ -69,9 +69,9 @@ class LocationSensitiveAttention(Mechanism):
         location_features=None,
         **kwargs,
     ):  # pragma: no mutate block
-        _common.check_positive_int("units", units, allow_none=False)
-        _common.check_positive_int("filters", filters, allow_none=False)
-        _common.check_positive_int("kernel_size", kernel_size, allow_none=False)
+        checks.check_positive_int("units", units, allow_none=False)
+        checks.check_positive_int("filters", filters, allow_none=False)
+        checks.check_positive_int("kernel_size", kernel_size, allow_none=False)
         if kernel_size % 2 == 0:
             raise ValueError(
                 "kernel_size must be odd (the convolution is centred on each position). "

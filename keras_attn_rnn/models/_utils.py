@@ -5,8 +5,7 @@ import inspect
 import keras
 from keras import ops
 
-from keras_attn_rnn import mechanisms, normalizers, scores
-from keras_attn_rnn.layers import _common
+from keras_attn_rnn import checks, mechanisms, normalizers, scores
 
 RNN_KINDS = ("lstm", "gru")
 
@@ -14,7 +13,7 @@ RNN_KINDS = ("lstm", "gru")
 def check_sizes(**sizes):
     """Each keyword must be a positive integer (e.g. `check_sizes(units=units)`)."""
     for name, value in sizes.items():
-        _common.check_positive_int(name, value, allow_none=False)
+        checks.check_positive_int(name, value, allow_none=False)
 
 
 def check_choice(name, value, choices):
@@ -47,7 +46,7 @@ def attention_options(attention, defaults):
     if options.get("score") is None:
         options["score"] = defaults["score"]
     scores.get(options["score"])  # raises the score error for unknown names
-    _common.check_positive_int("attention['units']", options.get("units"))
+    checks.check_positive_int("attention['units']", options.get("units"))
     if "normalizer" in options:
         normalizers.get(options["normalizer"])
     if "mechanism" in options:

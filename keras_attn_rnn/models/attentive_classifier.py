@@ -1,6 +1,7 @@
 import keras
 
-from keras_attn_rnn.layers import AttentionPooling, _common
+from keras_attn_rnn import checks
+from keras_attn_rnn.layers import AttentionPooling
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
@@ -79,7 +80,7 @@ class AttentiveClassifier(AttentiveModel):
         )
         _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
-        _common.check_dropout(dropout)
+        checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         super().__init__(**kwargs)
         self.vocab_size = vocab_size

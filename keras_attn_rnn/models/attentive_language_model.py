@@ -1,7 +1,8 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn.layers import SequenceAttention, _common
+from keras_attn_rnn import checks
+from keras_attn_rnn.layers import SequenceAttention
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
@@ -76,9 +77,9 @@ class AttentiveLanguageModel(AttentiveModel):
             vocab_size=vocab_size, embedding_dim=embedding_dim, units=units, num_layers=num_layers
         )
         _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
-        _common.check_dropout(dropout)
+        checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
-        _common.check_positive_int("attention['window']", options["window"])
+        checks.check_positive_int("attention['window']", options["window"])
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim

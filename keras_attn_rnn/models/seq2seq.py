@@ -1,7 +1,8 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention, _common
+from keras_attn_rnn import checks
+from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
@@ -124,8 +125,8 @@ class Seq2Seq(AttentiveModel):
         _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
         _utils.check_choice("decoder", decoder, DECODERS)
-        _common.check_positive_int("attention_layer_size", attention_layer_size)
-        _common.check_dropout(dropout)
+        checks.check_positive_int("attention_layer_size", attention_layer_size)
+        checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         if decoder == "luong" and options["mechanism"] != "content":
             raise ValueError(

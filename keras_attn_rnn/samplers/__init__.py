@@ -6,10 +6,7 @@ Subclass `Sampler` and override `get_next_token(logits, seed)` to add your
 own (see `Sampler`).
 """
 
-import inspect
-
-import keras
-
+from keras_attn_rnn import registry
 from keras_attn_rnn.samplers.beam_sampler import BeamSampler
 from keras_attn_rnn.samplers.greedy_sampler import GreedySampler
 from keras_attn_rnn.samplers.random_sampler import RandomSampler
@@ -21,6 +18,7 @@ __all__ = [
     "BeamSampler",
     "GreedySampler",
     "RandomSampler",
+    "REGISTRY",
     "Sampler",
     "TopKSampler",
     "TopPSampler",
@@ -33,41 +31,38 @@ __all__ = [
 ]
 
 # The names `generate(sampler=...)`, the runner's `generate.strategy` and `get` accept.
-_CLASSES = {
-    "greedy": GreedySampler,
-    "sample": RandomSampler,
-    "top_k": TopKSampler,
-    "top_p": TopPSampler,
-    "beam": BeamSampler,
-}
+REGISTRY = registry.Registry(
+    "sampler",
+    Sampler,
+    "a `keras_attn_rnn.samplers.Sampler`",
+    {
+        "greedy": GreedySampler,
+        "sample": RandomSampler,
+        "top_k": TopKSampler,
+        "top_p": TopPSampler,
+        "beam": BeamSampler,
+    },
+)
 
 
 def names():
     """The registered sampler names: `("greedy", "sample", "top_k", "top_p", "beam")`."""
-    return tuple(_CLASSES)
+    return REGISTRY.names()
 
 
 def check_name(identifier, argument="sampler"):
     """Raises a `ValueError` naming `argument` unless `identifier` is a registered name."""
-    if isinstance(identifier, str) and identifier in _CLASSES:
-        return
-    choices = ", ".join(repr(name) for name in _CLASSES)
-    raise ValueError(
-        f"{argument} must be one of {choices} or a `keras_attn_rnn.samplers.Sampler`. "
-        f"Received: {argument}={identifier!r}"
-    )
+    REGISTRY.check_name(identifier, argument)
 
 
 def class_for(name):
     """The `Sampler` subclass registered under `name`."""
-    check_name(name)
-    return _CLASSES[name]
+    return REGISTRY.class_for(name)
 
 
 def arguments(name):
-    """The constructor arguments of the sampler registered under `name`, e.g. `("k", "temperature")`."""
-    parameters = inspect.signature(class_for(name).__init__).parameters
-    return tuple(key for key in parameters if key not in ("self", "args", "kwargs"))
+    """The constructor arguments of sampler `name`, e.g. `("k", "temperature")`."""
+    return REGISTRY.arguments(name)
 
 
 def get(identifier, vocabulary_size=None, **kwargs):
@@ -80,20 +75,11 @@ def get(identifier, vocabulary_size=None, **kwargs):
             checked against it.
         **kwargs: the constructor arguments for a name.
     """
-    if isinstance(identifier, Sampler):
-        if kwargs:
-            raise ValueError(
-                f"sampler arguments go to the constructor of a sampler given by name; "
-                f"this one is built already. Received: sampler={identifier!r}, "
-                f"arguments {sorted(kwargs)}"
-            )
-        sampler = identifier
-    elif isinstance(identifier, dict):
-        sampler = deserialize(identifier)
-    else:
+    if isinstance(identifier, str):
         cls = class_for(identifier)
         cls.check_arguments(kwargs, vocabulary_size)
         return cls(**kwargs)
+    sampler = REGISTRY.get(identifier, **kwargs)
     if vocabulary_size is not None:
         sampler.check_vocabulary(vocabulary_size)
     return sampler
@@ -101,14 +87,9 @@ def get(identifier, vocabulary_size=None, **kwargs):
 
 def serialize(sampler):
     """The config of a sampler (Keras's serialization format, JSON-able)."""
-    return keras.saving.serialize_keras_object(sampler)
+    return REGISTRY.serialize(sampler)
 
 
 def deserialize(config, custom_objects=None):
     """A sampler back from `serialize`'s config."""
-    sampler = keras.saving.deserialize_keras_object(config, custom_objects=custom_objects)
-    if not isinstance(sampler, Sampler):
-        raise ValueError(
-            f"config must describe a keras_attn_rnn.samplers.Sampler. Received: config={config!r}"
-        )
-    return sampler
+    return REGISTRY.deserialize(config, custom_objects)
