@@ -41,7 +41,8 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import Schema, TensorSpec
 
 import keras_attn_rnn
-from experiments.tracking.serving import CLASSIFICATION, ServingModel
+from experiments.tracking.serving import ServingModel
+from experiments.tracking.text_model import classifies
 
 MODEL = "model"
 TEXT_MODEL = "text_model"
@@ -107,7 +108,7 @@ def log_text_model(keras_file: Path, card_file: Path, card: dict) -> str:
 def keras_signature(card: dict) -> ModelSignature:
     """int32 token ids `(-1, -1)` in; generated ids `(-1, max_length)` or logits out."""
     tokens = Schema([TensorSpec(np.dtype("int32"), (-1, -1))])
-    if card["kind"] == CLASSIFICATION:
+    if classifies(card):
         output = TensorSpec(np.dtype("float32"), (-1, len(card["classes"])))
     else:
         output = TensorSpec(np.dtype("int32"), (-1, int(card["generate"]["max_length"])))
@@ -122,7 +123,7 @@ def text_signature(card: dict) -> ModelSignature:
     `"None"`), so non-strings could not be refused; the model checks its
     inputs itself (`text_model.texts_of`).
     """
-    if card["kind"] == CLASSIFICATION:
+    if classifies(card):
         probabilities = {name: 0.5 for name in card["classes"]}
         record = {"label": "", "probabilities": probabilities, "tokens": [""], "attention": [0.5]}
         params = None

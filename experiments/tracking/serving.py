@@ -17,11 +17,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from experiments.tracking.text_model import classifies
 from keras_attn_rnn import samplers
 
 # The input of every serving function: int32 token ids `(B, L)`, 0-padded on the right.
 TOKENS_SPEC = tf.TensorSpec((None, None), tf.int32, name="tokens")
-CLASSIFICATION = "classification"
 
 
 class ServingModel(keras.Model):
@@ -52,9 +52,9 @@ class ServingModel(keras.Model):
     def __init__(self, trained, card: dict, sampler: str = "greedy", beam_width=None, **kwargs):
         super().__init__(**kwargs)
         self.trained = trained
-        self.kind = card["kind"]
+        self.classifies = classifies(card)
         self.sampler_name = sampler
-        if self.kind != CLASSIFICATION:
+        if not self.classifies:
             options = card["generate"]
             self.max_length = int(options["max_length"])
             self.start_id, self.end_id = card.get("start_id"), card.get("end_id")
@@ -69,12 +69,12 @@ class ServingModel(keras.Model):
 
     def call(self, tokens):
         outputs = self.outputs(tokens)
-        return outputs["logits"] if self.kind == CLASSIFICATION else outputs["tokens"]
+        return outputs["logits"] if self.classifies else outputs["tokens"]
 
     def outputs(self, tokens) -> dict:
         """`{"tokens", "scores"}` (seq2seq, LM) or `{"logits"}` (classification)."""
         tokens = ops.cast(tokens, "int32")
-        if self.kind == CLASSIFICATION:
+        if self.classifies:
             return {"logits": ops.cast(self.trained(tokens, training=False), "float32")}
         generated, scores, _ = self.sampler(
             self.trained,
@@ -98,7 +98,7 @@ def export_savedmodel(trained, card: dict, path: Path, beam_width: int) -> None:
     greedy = ServingModel(trained, card)
     archive.track(greedy)
     archive.add_endpoint("serve", greedy.outputs, input_signature=[TOKENS_SPEC])
-    if card["kind"] != CLASSIFICATION:
+    if not classifies(card):
         beam = ServingModel(trained, card, sampler="beam", beam_width=beam_width)
         archive.add_endpoint("serve_beam", beam.outputs, input_signature=[TOKENS_SPEC])
     archive.write_out(str(path), verbose=False)

@@ -46,7 +46,6 @@ from keras_attn_rnn import generation, samplers
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
-CLASSIFICATION = "classification"
 
 
 def invalid(message: str) -> MlflowException:
@@ -163,6 +162,12 @@ def texts_of(model_input) -> list[str]:
     return values
 
 
+def classifies(card: dict) -> bool:
+    """Whether a card's model is a classifier (its task kind wrote class names) or generates
+    tokens (the kind wrote `generate` defaults): the kind answers, through its card."""
+    return "classes" in card
+
+
 class TextModel(mlflow.pyfunc.PythonModel):
     """The pyfunc text model of a run (see the module docstring)."""
 
@@ -176,7 +181,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
         texts = texts_of(model_input)
         ids = [self.codec.encode(text) for text in texts]
-        if self.card["kind"] == CLASSIFICATION:
+        if classifies(self.card):
             return self.classify(ids)
         return self.generate(ids, self.options(params))
 
@@ -211,14 +216,13 @@ class TextModel(mlflow.pyfunc.PythonModel):
             )
         except ValueError as err:  # the library's argument checks name the argument
             raise invalid(str(err)) from None
-        language_model = self.card["kind"] == "lm"
         records = []
         for row, source in enumerate(ids):
             tokens = result.tokens[row]
             steps = self.codec.generated_steps(tokens)
             generated = self.codec.output_labels(tokens[:steps])
             attended = self.codec.input_labels(source)
-            if language_model:  # the cache: the prompt, then what was generated before
+            if self.card["attends_generated"]:  # the prompt, then what was generated before
                 attended = attended + generated[:-1]
             records.append(
                 {

@@ -52,6 +52,8 @@ class LanguageModel(TaskKind):
             "start_id": None,
             "end_id": None,
             "generate": generate_defaults(cfg),
+            # each step attends over the cache: the prompt, then what was generated
+            "attends_generated": True,
         }
 
     def heatmap(self, task, i, source, logits, weights):

@@ -131,6 +131,7 @@ class Seq2Seq(TaskKind):
             "start_id": START,
             "end_id": END,
             "generate": generate_defaults(cfg),
+            "attends_generated": False,  # each step attends over the source
         }
 
     def tokens_per_epoch(self, split):
