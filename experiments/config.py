@@ -305,6 +305,23 @@ class GenerateConfig(_Section):
             )
         return self
 
+    def sampler(self, vocabulary_size: int | None = None) -> samplers.Sampler:
+        """The one `keras_attn_rnn.samplers.Sampler` this section describes, built from the
+        options its strategy takes (checked against `vocabulary_size` when given)."""
+        options = {
+            "temperature": self.temperature,
+            "k": self.k,
+            "p": self.p,
+            "beam_width": self.beam_width,
+            "length_penalty": self.length_penalty,
+        }
+        accepted = samplers.arguments(self.strategy)
+        return samplers.get(
+            self.strategy,
+            vocabulary_size,
+            **{key: value for key, value in options.items() if key in accepted},
+        )
+
 
 class ExperimentConfig(_Section):
     task: TaskConfig

@@ -28,7 +28,6 @@ accumulated attention starts; zeros without it).
 """
 
 import dataclasses
-import inspect
 import json
 import random
 
@@ -37,9 +36,6 @@ from keras import ops
 
 from keras_attn_rnn import _compilation, samplers
 from keras_attn_rnn.samplers.sampler import check_int
-
-# The sampler names `generate` accepts (the registry of `keras_attn_rnn.samplers`).
-STRATEGIES = samplers.names()
 
 # Longest generation: caches of `(batch, prompt + max_length, units)` are preallocated.
 MAX_LENGTH = 1_000_000
@@ -74,55 +70,40 @@ def generate(
     prompts,
     max_length,
     sampler="greedy",
-    temperature=1.0,
-    k=None,
-    p=None,
-    beam_width=4,
-    length_penalty=0.0,
     eos_id=None,
     start_id=None,
     seed=None,
-    num_beams_returned=1,
     jit_compile=False,
-    strategy=None,
 ):
     """Generates `max_length` tokens per prompt.
 
     Args:
-        model: a `Seq2Seq`, an `AttentiveLanguageModel`, or any object with
-            the step API in this module's docstring.
+        model: a `Seq2Seq`, an `AttentiveLanguageModel`, a generator of
+            `keras_attn_rnn.generators`, or any object with the step API in
+            this module's docstring.
         prompts: for `Seq2Seq`, the source ids `(B, S)` (0-padded) or a list
             of id lists; for the language model, a list of token-id lists of
             any (non-zero) lengths, or a `(B, P)` array padded with 0.
         max_length: number of tokens to generate.
-        sampler: a `keras_attn_rnn.samplers.Sampler`, or the name of one:
-            `"greedy"`, `"sample"` (temperature sampling), `"top_k"`,
-            `"top_p"` or `"beam"`, built with the arguments below that it
-            takes.
-        temperature: divides the logits before sampling; `0` is greedy.
-        k: number of tokens `"top_k"` samples from, in `[1, V]`.
-        p: probability mass of the nucleus `"top_p"` samples from, in
-            `(0, 1]`.
-        beam_width: number of beams of `"beam"`.
-        length_penalty: `alpha` of the GNMT length penalty
-            `((5 + length) / 6) ** alpha` that beam scores are divided by;
-            `0` ranks by the plain sum of log-probabilities.
+        sampler: the decoding strategy: a `keras_attn_rnn.samplers.Sampler`
+            (`samplers.TopKSampler(k=5)`, `samplers.BeamSampler(4,
+            length_penalty=0.6)`), its config (`samplers.serialize`), or the
+            name of one built with its defaults (`"greedy"`, `"sample"`,
+            `"beam"`; `samplers.get("top_k", k=5)` for one with arguments).
         eos_id: end-of-sequence id: a sequence stops after emitting it, and
             decoding stops once every sequence has.
         start_id: the first decoder input of `Seq2Seq` (required there); for
             the language model, prepended to every prompt if given.
         seed: int seed of the sampling strategies; the same seed gives the
             same tokens.
-        num_beams_returned: how many of the best beams `"beam"` returns.
         jit_compile: on TensorFlow, compile the decoding function with XLA
             (it is a `tf.function` either way); on JAX the function is
             always `jax.jit`-compiled; on PyTorch the loop runs eagerly and
             `jit_compile=True` compiles the model's decoding step with
             `torch.compile` (worth it for long generations: ~1.6x faster per
             token on CPU, after tens of seconds of compiling on the first call).
-            Compiled functions are cached per model and options: later calls
-            with the same shapes skip tracing.
-        strategy: the older name of `sampler` (a name only); wins when given.
+            Compiled functions are cached per model and sampler config: later
+            calls with the same shapes skip tracing.
 
     Returns:
         A `GenerationResult` with `tokens`, `scores` and `attention`.
@@ -138,26 +119,7 @@ def generate(
     (1, 4)
     """
     prompt_vocab, output_vocab, is_seq2seq = _vocabularies(model)
-    options = dict(
-        temperature=temperature,
-        k=k,
-        p=p,
-        beam_width=beam_width,
-        length_penalty=length_penalty,
-        num_beams_returned=num_beams_returned,
-    )
-    if strategy is not None:
-        sampler = _sampler_by_name(strategy, "strategy", output_vocab, options)
-    elif isinstance(sampler, str):
-        sampler = _sampler_by_name(sampler, "sampler", output_vocab, options)
-    else:
-        changed = sorted(key for key, value in options.items() if value != _DEFAULTS[key])
-        if changed:
-            raise ValueError(
-                f"{', '.join(changed)} only build a sampler given by name; a Sampler instance "
-                f"carries its own arguments. Received: sampler={sampler!r} with {changed}"
-            )
-        sampler = samplers.get(sampler, vocabulary_size=output_vocab)
+    sampler = samplers.get(sampler, vocabulary_size=output_vocab)
     check_int("max_length", max_length, 1)
     if max_length > MAX_LENGTH:
         raise ValueError(
@@ -204,38 +166,6 @@ def generate(
         tokens=np.asarray(ops.convert_to_numpy(tokens)).astype("int32"),
         scores=np.asarray(ops.convert_to_numpy(scores)).astype("float32"),
         attention=np.asarray(ops.convert_to_numpy(attention)).astype("float32"),
-    )
-
-
-_DEFAULTS = {
-    name: parameter.default
-    for name, parameter in inspect.signature(generate).parameters.items()
-    if name in ("temperature", "k", "p", "beam_width", "length_penalty", "num_beams_returned")
-}
-
-
-def _sampler_by_name(name, argument, vocabulary_size, options):
-    """The sampler `name`, built from those of `options` its constructor takes.
-
-    An option set away from its default that the sampler does not take raises:
-    it would be ignored (`k=5` with `"greedy"`).
-    """
-    samplers.check_name(name, argument)
-    accepted = samplers.arguments(name)
-    ignored = sorted(
-        key
-        for key, value in options.items()
-        if key not in accepted and value is not None and value != _DEFAULTS[key]
-    )
-    if ignored:
-        given = ", ".join(f"{key}={options[key]!r}" for key in ignored)
-        raise ValueError(
-            f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} not an argument of "
-            f"{argument}={name!r}, which takes {list(accepted)}: it would be ignored. "
-            f"Received: {argument}={name!r} with {given}"
-        )
-    return samplers.get(
-        name, vocabulary_size, **{key: value for key, value in options.items() if key in accepted}
     )
 
 

@@ -7,10 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KIND_NAMES = ("lm", "seq2seq", "classification")
-COMPARED = re.compile(
-    r"""(==|!=|\bin)\s*\(?\s*["'](%s)["']|["'](%s)["']\s*(==|!=)"""
-    % ("|".join(KIND_NAMES), "|".join(KIND_NAMES))
-)
+_NAMES = "|".join(KIND_NAMES)
+COMPARED = re.compile(rf"""(==|!=|\bin)\s*\(?\s*["']({_NAMES})["']|["']({_NAMES})["']\s*(==|!=)""")
 
 
 def test_no_task_kind_name_is_compared_outside_the_kinds():

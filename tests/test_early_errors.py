@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn_rnn import AttentionDecoder, SequenceAttention, models
+from keras_attn_rnn import AttentionDecoder, SequenceAttention, models, samplers
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
@@ -120,9 +120,9 @@ def test_output_attention_both_is_the_cell_output_then_the_attention():
     ],
 )
 def test_an_option_the_sampler_does_not_take_is_refused(sampler, options, named):
-    lm = models.AttentiveLanguageModel(vocab_size=12, units=8)
     with pytest.raises(ValueError, match=rf"{named} is not an argument of sampler='{sampler}'"):
-        generate(lm, [[3, 4]], 3, sampler=sampler, **options)
+        samplers.get(sampler, **options)
+    lm = models.AttentiveLanguageModel(vocab_size=12, units=8)
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{named}'"):
+        generate(lm, [[3, 4]], 3, sampler=sampler, **{named: options[named]})
     assert not lm.built  # refused before the model ran
-    # the defaults (and None) are not "set": the plain call works
-    generate(lm, [[3, 4]], 3, sampler=sampler, **{"k": 3} if sampler == "top_k" else {})

@@ -48,7 +48,7 @@ from experiments.tracking import model_logging, text_model
 from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run
 from experiments.training.distribute import NullTracker
-from keras_attn_rnn import generation
+from keras_attn_rnn import generation, samplers
 
 # One worker builds the module fixtures (three trained runs) for all of them (`--dist loadgroup`).
 pytestmark = pytest.mark.xdist_group("serving")
@@ -194,7 +194,9 @@ def _generate(entry, prompts, **options):
     kind = entry["task"].kind.name
     max_length = options.pop("max_length", entry["cfg"].generate.max_length)
     ids = {"eos_id": END, "start_id": START} if kind == "seq2seq" else {}
-    return generation.generate(entry["model"], prompts, max_length, **ids, **options)
+    name = options.pop("sampler", "greedy")
+    sampler = samplers.get(name, **options)
+    return generation.generate(entry["model"], prompts, max_length, sampler=sampler, **ids)
 
 
 def _expected_records(entry, texts, **options) -> list[dict]:

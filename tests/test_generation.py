@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fake_models import PROMPTS, S, TableModel, V, cycle_table, log_softmax_rows, random_table
 
-from keras_attn_rnn import generation, models
+from keras_attn_rnn import models, samplers
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
@@ -60,7 +60,9 @@ def test_eos_stops_a_sequence_and_pads_the_rest():
 )
 def test_every_strategy_is_deterministic_on_one_hot_logits(strategy, kwargs):
     greedy = generate(TableModel(cycle_table()), PROMPTS, max_length=5)
-    result = generate(TableModel(cycle_table()), PROMPTS, 5, strategy=strategy, seed=7, **kwargs)
+    result = generate(
+        TableModel(cycle_table()), PROMPTS, 5, seed=7, sampler=samplers.get(strategy, **kwargs)
+    )
     np.testing.assert_array_equal(result.tokens, greedy.tokens)
     np.testing.assert_array_equal(result.attention, greedy.attention)
 
@@ -73,7 +75,7 @@ def _transitions(tokens, prompt_last):
 
 def test_top_k_never_leaves_the_top_k():
     table, k = random_table(1), 3
-    result = generate(TableModel(table), [[2]] * 64, 6, strategy="top_k", k=k, seed=3)
+    result = generate(TableModel(table), [[2]] * 64, 6, seed=3, sampler=samplers.get("top_k", k=k))
     previous, chosen = _transitions(result.tokens, 2)
     allowed = np.argsort(-np.where(np.arange(V) == 0, -np.inf, table), axis=1)[:, :k]
     assert all(c in allowed[p] for p, c in zip(previous, chosen))
@@ -83,7 +85,7 @@ def test_top_k_never_leaves_the_top_k():
 
 def test_top_p_never_leaves_the_nucleus():
     table, p = random_table(2), 0.6
-    result = generate(TableModel(table), [[2]] * 64, 6, strategy="top_p", p=p, seed=5)
+    result = generate(TableModel(table), [[2]] * 64, 6, seed=5, sampler=samplers.get("top_p", p=p))
     previous, chosen = _transitions(result.tokens, 2)
     probs = np.exp(log_softmax_rows(table))
     for prev, token in zip(previous, chosen):
@@ -95,7 +97,7 @@ def test_top_p_never_leaves_the_nucleus():
 
 def test_sampling_follows_the_model_distribution():
     table = random_table(3, scale=0.8)
-    result = generate(TableModel(table), [[4]] * 512, 1, strategy="sample", seed=11)
+    result = generate(TableModel(table), [[4]] * 512, 1, seed=11, sampler=samplers.get("sample"))
     counts = np.bincount(result.tokens[:, 0], minlength=V) / 512
     np.testing.assert_allclose(counts, np.exp(log_softmax_rows(table))[4], atol=0.07)
     # The score is the model's log-probability of the sampled token.
@@ -108,7 +110,9 @@ def test_sampling_follows_the_model_distribution():
 def test_temperature_to_zero_is_greedy(temperature):
     table = random_table(4)
     greedy = generate(TableModel(table), PROMPTS, 6)
-    cold = generate(TableModel(table), PROMPTS, 6, strategy="sample", temperature=temperature)
+    cold = generate(
+        TableModel(table), PROMPTS, 6, sampler=samplers.get("sample", temperature=temperature)
+    )
     np.testing.assert_array_equal(cold.tokens, greedy.tokens)
     np.testing.assert_array_equal(greedy.tokens[0], greedy_reference(table, PROMPTS[0][-1], 6))
 
@@ -118,7 +122,10 @@ def test_temperature_to_zero_is_greedy(temperature):
 )
 def test_fixed_seed_reproduces_and_other_seeds_differ(strategy, kwargs):
     model = TableModel(random_table(5, scale=0.5))
-    runs = [generate(model, [[1]] * 8, 8, strategy=strategy, seed=s, **kwargs) for s in (1, 1, 2)]
+    runs = [
+        generate(model, [[1]] * 8, 8, seed=s, sampler=samplers.get(strategy, **kwargs))
+        for s in (1, 1, 2)
+    ]
     np.testing.assert_array_equal(runs[0].tokens, runs[1].tokens)
     assert not np.array_equal(runs[0].tokens, runs[2].tokens)
 
@@ -126,7 +133,9 @@ def test_fixed_seed_reproduces_and_other_seeds_differ(strategy, kwargs):
 def test_beam_width_one_is_greedy():
     table = random_table(6)
     greedy = generate(TableModel(table), PROMPTS, 6, eos_id=3)
-    beam = generate(TableModel(table), PROMPTS, 6, strategy="beam", beam_width=1, eos_id=3)
+    beam = generate(
+        TableModel(table), PROMPTS, 6, eos_id=3, sampler=samplers.get("beam", beam_width=1)
+    )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.scores, greedy.scores, atol=1e-5)
     np.testing.assert_array_equal(beam.attention, greedy.attention)
@@ -155,14 +164,19 @@ def test_beam_finds_the_better_sequence_greedy_misses():
         }
     )
     greedy = generate(TableModel(table), [[1]], 2)
-    beam = generate(TableModel(table), [[1]], 2, strategy="beam", beam_width=2)
+    beam = generate(TableModel(table), [[1]], 2, sampler=samplers.get("beam", beam_width=2))
     assert greedy.tokens[0, 0] == 2
     np.testing.assert_array_equal(beam.tokens, [[3, 4]])
     reference = log_softmax_rows(table)
     np.testing.assert_allclose(beam.scores, [reference[1, 3] + reference[3, 4]], atol=1e-5)
     assert beam.scores[0] > greedy.scores[0]
 
-    two = generate(TableModel(table), [[1]], 2, strategy="beam", beam_width=3, num_beams_returned=2)
+    two = generate(
+        TableModel(table),
+        [[1]],
+        2,
+        sampler=samplers.get("beam", beam_width=3, num_beams_returned=2),
+    )
     assert two.tokens.shape == (1, 2, 2) and two.attention.shape == (1, 2, 2, S)
     np.testing.assert_array_equal(two.tokens[0, 0], [3, 4])
     assert two.tokens[0, 1, 0] == 2 and two.scores[0, 0] >= two.scores[0, 1]
@@ -173,11 +187,17 @@ def test_beam_length_penalty_and_early_stop_at_eos():
     table = _table_from_probs(
         {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
     )
-    short = generate(TableModel(table), [[1]], 5, strategy="beam", beam_width=3, eos_id=6)
+    short = generate(
+        TableModel(table), [[1]], 5, eos_id=6, sampler=samplers.get("beam", beam_width=3)
+    )
     np.testing.assert_array_equal(short.tokens, [[6, 0, 0, 0, 0]])
     np.testing.assert_allclose(short.scores, [log_softmax_rows(table)[1, 6]], atol=1e-5)
     long = generate(
-        TableModel(table), [[1]], 5, strategy="beam", beam_width=3, eos_id=6, length_penalty=1.0
+        TableModel(table),
+        [[1]],
+        5,
+        eos_id=6,
+        sampler=samplers.get("beam", beam_width=3, length_penalty=1.0),
     )
     np.testing.assert_array_equal(long.tokens, [[2, 3, 6, 0, 0]])
     reference = log_softmax_rows(table)
@@ -189,8 +209,8 @@ def test_beam_length_penalty_and_early_stop_at_eos():
 def test_padded_array_prompts_equal_lists():
     model = TableModel(random_table(7))
     padded = np.array([[3, 0, 0], [5, 6, 0], [0, 1, 2]])  # left padding is compacted too
-    a = generate(model, padded, 4, strategy="beam", beam_width=2)
-    b = generate(model, [[3], [5, 6], [1, 2]], 4, strategy="beam", beam_width=2)
+    a = generate(model, padded, 4, sampler=samplers.get("beam", beam_width=2))
+    b = generate(model, [[3], [5, 6], [1, 2]], 4, sampler=samplers.get("beam", beam_width=2))
     np.testing.assert_array_equal(a.tokens, b.tokens)
 
 
@@ -203,19 +223,10 @@ def test_model_cache_is_built_once():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"strategy": "beams"}, r"strategy must be one of .* Received: strategy='beams'"),
-        ({"strategy": "top_k"}, r"needs k, an integer in \[1, 8\].*Received: k=None"),
-        ({"strategy": "top_k", "k": 0}, r"k, an integer in \[1, 8\].*Received: k=0"),
-        ({"strategy": "top_k", "k": 9}, r"k, an integer in \[1, 8\].*Received: k=9"),
-        ({"strategy": "top_p", "p": 0.0}, r"p, a float in \(0, 1\]. Received: p=0.0"),
-        ({"strategy": "top_p", "p": 1.5}, r"p, a float in \(0, 1\]. Received: p=1.5"),
-        ({"strategy": "beam", "beam_width": 0}, r"beam_width must be .* Received: beam_width=0"),
-        (
-            {"strategy": "beam", "beam_width": 2, "num_beams_returned": 3},
-            r"num_beams_returned .* Received: num_beams_returned=3",
-        ),
+        ({"sampler": "beams"}, r"sampler must be one of .* Received: sampler='beams'"),
+        ({"sampler": "top_k"}, r"needs k, an integer in \[1, 8\].*Received: k=None"),
+        ({"sampler": samplers.TopKSampler(9)}, r"k, an integer in \[1, 8\].*Received: k=9"),
         ({"max_length": 0}, r"max_length must be an integer >= 1. Received: max_length=0"),
-        ({"temperature": -1.0}, r"temperature must be >= 0 .* Received: temperature=-1.0"),
         ({"eos_id": 8}, r"eos_id must be a token id in \[0, 8\). Received: eos_id=8"),
         ({"prompts": [[1, 8]]}, r"prompts must hold token ids in \[0, 8\).*Received: prompts"),
         ({"prompts": [[1], []]}, r"at least one token.*Received: empty prompts at rows \[1\]"),
@@ -228,6 +239,30 @@ def test_clear_errors(kwargs, match):
         generate(TableModel(cycle_table()), **kwargs)
 
 
+@pytest.mark.parametrize(
+    "name, arguments, match",
+    [
+        ("top_k", {"k": 0}, r"k, an integer in \[1, V\].*Received: k=0"),
+        ("top_p", {"p": 0.0}, r"p, a float in \(0, 1\]. Received: p=0.0"),
+        ("top_p", {"p": 1.5}, r"p, a float in \(0, 1\]. Received: p=1.5"),
+        ("beam", {"beam_width": 0}, r"beam_width must be .* Received: beam_width=0"),
+        (
+            "beam",
+            {"beam_width": 2, "num_beams_returned": 3},
+            r"num_beams_returned .* Received: num_beams_returned=3",
+        ),
+        (
+            "sample",
+            {"temperature": -1.0},
+            r"temperature must be >= 0 .* Received: temperature=-1.0",
+        ),
+    ],
+)
+def test_clear_sampler_errors(name, arguments, match):
+    with pytest.raises(ValueError, match=match):
+        samplers.get(name, **arguments)
+
+
 def test_errors_name_the_model_and_start_id():
     with pytest.raises(ValueError, match="step API .*Received: model="):
         generate(object(), [[1]], 3)
@@ -237,7 +272,7 @@ def test_errors_name_the_model_and_start_id():
 
     with pytest.raises(ValueError, match="start_id is required.*Received: start_id=None"):
         generate(FakeSeq2Seq(cycle_table()), [[1]], 3)
-    assert generation.STRATEGIES == ("greedy", "sample", "top_k", "top_p", "beam")
+    assert samplers.names() == ("greedy", "sample", "top_k", "top_p", "beam")
 
 
 # On torch this compiles the step (~25 s the first time on 2 CPU cores): the greedy case is

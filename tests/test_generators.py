@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn_rnn import AttentionDecoder, SequenceAttention, mechanisms
+from keras_attn_rnn import AttentionDecoder, SequenceAttention, mechanisms, samplers
 from keras_attn_rnn.generation import generate
 from keras_attn_rnn.generators import CausalLMGenerator, Seq2SeqGenerator
 
@@ -97,8 +97,8 @@ def test_seq2seq_generator_beam_of_width_one_is_greedy_and_wider_beams_score_no_
     _, generator = _nmt(attention=mechanisms.LocationSensitiveAttention(8, filters=4))
     sources = [[3, 4, 5, 6], [8, 9, 10]]
     greedy = generator.generate(sources, 5, start_id=1)
-    narrow = generate(generator, sources, 5, sampler="beam", beam_width=1, start_id=1)
-    wide = generate(generator, sources, 5, sampler="beam", beam_width=4, start_id=1)
+    narrow = generate(generator, sources, 5, start_id=1, sampler=samplers.get("beam", beam_width=1))
+    wide = generate(generator, sources, 5, start_id=1, sampler=samplers.get("beam", beam_width=4))
     np.testing.assert_array_equal(narrow.tokens, greedy.tokens)
     np.testing.assert_allclose(narrow.scores, greedy.scores, atol=1e-5)
     assert np.all(wide.scores >= narrow.scores - 1e-5)
@@ -136,8 +136,8 @@ def test_a_functional_lm_with_a_start_id_and_sampling_is_reproducible():
     greedy = generator.generate([[4, 5], [6]], 4, start_id=1)
     for row, prompt in enumerate([[4, 5], [6]]):
         assert greedy.tokens[row].tolist() == _rerun_lm(model, [1, *prompt], 4)
-    first = generator.generate([[4, 5], [6]], 4, sampler="top_k", k=4, seed=11)
-    again = generator.generate([[4, 5], [6]], 4, sampler="top_k", k=4, seed=11)
+    first = generator.generate([[4, 5], [6]], 4, seed=11, sampler=samplers.get("top_k", k=4))
+    again = generator.generate([[4, 5], [6]], 4, seed=11, sampler=samplers.get("top_k", k=4))
     np.testing.assert_array_equal(first.tokens, again.tokens)
 
 

@@ -21,7 +21,14 @@ from scaleout_helpers import free_port
 from experiments import config as config_lib
 from experiments.commands import main
 from experiments.tracking import resilient
-from keras_attn_rnn import AttentionDecoder, AttentionPooling, SequenceAttention, generation, models
+from keras_attn_rnn import (
+    AttentionDecoder,
+    AttentionPooling,
+    SequenceAttention,
+    generation,
+    models,
+    samplers,
+)
 
 # --- layers, models, generation ---------------------------------------------------------
 
@@ -64,16 +71,18 @@ LIBRARY = {
         "decoder",
     ),
     "generate_unknown_strategy": (
-        lambda: generation.generate(_lm(), [[3]], 2, strategy="nucleus"),
-        "strategy",
+        lambda: generation.generate(_lm(), [[3]], 2, sampler="nucleus"),
+        "sampler",
     ),
     "generate_max_length_0": (lambda: generation.generate(_lm(), [[3]], 0), "max_length"),
     "generate_top_k_0": (
-        lambda: generation.generate(_lm(), [[3]], 2, strategy="top_k", k=0),
+        lambda: generation.generate(_lm(), [[3]], 2, sampler=samplers.get("top_k", k=0)),
         "k",
     ),
     "generate_nan_temperature": (
-        lambda: generation.generate(_lm(), [[3]], 2, strategy="sample", temperature=float("nan")),
+        lambda: generation.generate(
+            _lm(), [[3]], 2, sampler=samplers.get("sample", temperature=float("nan"))
+        ),
         "temperature",
     ),
     "generate_ids_outside_vocab": (

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers import ROOT, to_numpy
 
-from keras_attn_rnn import models
+from keras_attn_rnn import models, samplers
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
@@ -186,8 +186,8 @@ def test_language_model_generation_equals_rerunning_and_ignores_batching():
         alone = generate(model, [prompts[row]], max_length=5)
         np.testing.assert_array_equal(alone.tokens[0], result.tokens[row])
         np.testing.assert_allclose(alone.scores[0], result.scores[row], atol=ATOL)
-    beam = generate(model, prompts, 5, strategy="beam", beam_width=3)
-    beam_alone = generate(model, prompts[1:2], 5, strategy="beam", beam_width=3)
+    beam = generate(model, prompts, 5, sampler=samplers.get("beam", beam_width=3))
+    beam_alone = generate(model, prompts[1:2], 5, sampler=samplers.get("beam", beam_width=3))
     np.testing.assert_array_equal(beam_alone.tokens[0], beam.tokens[1])
     np.testing.assert_allclose(beam_alone.scores[0], beam.scores[1], atol=ATOL)
 
@@ -204,7 +204,7 @@ def test_seq2seq_generation_equals_rerunning_and_ignores_batching(decoder):
     np.testing.assert_allclose(result.attention.sum(-1), np.ones((3, 4)), atol=1e-5)
     alone = generate(model, SOURCE[2:, :2], max_length=4, start_id=1)
     np.testing.assert_array_equal(alone.tokens[0], result.tokens[2])
-    beam = generate(model, SOURCE, 4, strategy="beam", beam_width=1, start_id=1)
+    beam = generate(model, SOURCE, 4, start_id=1, sampler=samplers.get("beam", beam_width=1))
     np.testing.assert_array_equal(beam.tokens, result.tokens)
 
 
@@ -233,10 +233,14 @@ def test_seq2seq_with_each_mechanism_caches_generates_and_beams(name):
         np.testing.assert_allclose(to_numpy(logits), full[:, t], atol=ATOL)
         np.testing.assert_allclose(to_numpy(step_alignments), alignments[:, t], atol=ATOL)
     greedy = generate(model, SOURCE, 5, start_id=1, eos_id=2)
-    beam = generate(model, SOURCE, 5, sampler="beam", beam_width=1, start_id=1, eos_id=2)
+    beam = generate(
+        model, SOURCE, 5, start_id=1, eos_id=2, sampler=samplers.get("beam", beam_width=1)
+    )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.attention, greedy.attention, atol=ATOL)
-    wide = generate(model, SOURCE, 5, sampler="beam", beam_width=3, start_id=1, eos_id=2)
+    wide = generate(
+        model, SOURCE, 5, start_id=1, eos_id=2, sampler=samplers.get("beam", beam_width=3)
+    )
     assert wide.tokens.shape == (3, 5) and np.all(wide.scores >= greedy.scores - 1e-4)
     clone = models.Seq2Seq.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
@@ -366,8 +370,10 @@ def test_keras_round_trip_in_a_fresh_process_generates_identically(tmp_path):
     classifier = models.AttentiveClassifier(20, 3, embedding_dim=6, units=5)
     tokens = ids((2, 7), 20)
     expected = {
-        "lm": generate(lm, [[3, 4], [5]], 4, strategy="top_k", k=3, seed=4).tokens,
-        "seq2seq": generate(seq2seq, SOURCE, 4, strategy="beam", beam_width=2, start_id=1).tokens,
+        "lm": generate(lm, [[3, 4], [5]], 4, seed=4, sampler=samplers.get("top_k", k=3)).tokens,
+        "seq2seq": generate(
+            seq2seq, SOURCE, 4, start_id=1, sampler=samplers.get("beam", beam_width=2)
+        ).tokens,
         "classifier": to_numpy(classifier(tokens)),
     }
     for name, model in (("lm", lm), ("seq2seq", seq2seq), ("classifier", classifier)):

@@ -9,7 +9,7 @@ from fake_models import PROMPTS, TableModel, V, log_softmax_rows, random_table
 from helpers import to_numpy
 from keras import ops
 
-from keras_attn_rnn import generation, samplers
+from keras_attn_rnn import samplers
 from keras_attn_rnn.generation import generate
 
 pytestmark = pytest.mark.layers
@@ -81,7 +81,6 @@ def test_get_by_name_and_the_config_round_trip(name, kwargs, cls):
 
 def test_names_come_from_the_registry():
     assert samplers.names() == ("greedy", "sample", "top_k", "top_p", "beam")
-    assert samplers.names() == generation.STRATEGIES
     with pytest.raises(ValueError, match=r"sampler must be one of 'greedy', .*Received: sampler="):
         samplers.get("nucleus")
 
@@ -90,14 +89,27 @@ def test_names_come_from_the_registry():
     "name, kwargs",
     [("sample", {"temperature": 0.7}), ("top_k", {"k": 3}), ("top_p", {"p": 0.7})],
 )
-def test_an_instance_decodes_as_its_name(name, kwargs):
-    """`sampler=Instance(...)` and `sampler="name", **kwargs` give the same tokens."""
+def test_an_instance_decodes_as_its_name_and_its_config(name, kwargs):
+    """`sampler=samplers.get(name, ...)`, the class itself and its config give the same tokens."""
     model = TableModel(random_table(9, scale=0.5))
-    by_name = generate(model, [[1]] * 8, 6, sampler=name, seed=3, **kwargs)
-    by_instance = generate(model, [[1]] * 8, 6, sampler=samplers.get(name, **kwargs), seed=3)
-    legacy = generate(model, [[1]] * 8, 6, strategy=name, seed=3, **kwargs)
+    by_name = generate(model, [[1]] * 8, 6, seed=3, sampler=samplers.get(name, **kwargs))
+    instance = samplers.REGISTRY.class_for(name)(**kwargs)
+    by_instance = generate(model, [[1]] * 8, 6, sampler=instance, seed=3)
+    by_config = generate(model, [[1]] * 8, 6, sampler=samplers.serialize(instance), seed=3)
     np.testing.assert_array_equal(by_instance.tokens, by_name.tokens)
-    np.testing.assert_array_equal(legacy.tokens, by_name.tokens)
+    np.testing.assert_array_equal(by_config.tokens, by_name.tokens)
+    other = generate(model, [[1]] * 8, 6, sampler="sample", seed=3)  # a name: its defaults
+    assert not np.array_equal(other.tokens, by_name.tokens) or name == "sample"
+
+
+def test_generate_takes_no_sampler_arguments_of_its_own():
+    """The options belong to the sampler: `generate(..., k=5)` names the argument at once."""
+    model = TableModel(random_table(1))
+    for option in ("k", "p", "beam_width", "temperature", "length_penalty", "strategy"):
+        with pytest.raises(TypeError, match=rf"unexpected keyword argument '{option}'"):
+            generate(model, [[1]], 2, **{option: 1})
+    with pytest.raises(ValueError, match=r"top_k needs k.*Received: k=None"):
+        generate(model, [[1]], 2, sampler="top_k")  # a name builds with defaults: k has none
 
 
 @pytest.mark.parametrize(
@@ -115,10 +127,8 @@ def test_an_instance_decodes_as_its_name(name, kwargs):
             r"\[1, 8\].*Received: k=9",
         ),
         (
-            lambda: generate(
-                TableModel(random_table(1)), [[1]], 2, sampler=samplers.GreedySampler(), k=3
-            ),
-            r"k only build a sampler given by name.*Received: sampler=",
+            lambda: samplers.get(samplers.GreedySampler(), k=3),
+            r"arguments go to the constructor of a sampler given by name.*Received: arguments",
         ),
     ],
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_attn_rnn import samplers
 from keras_attn_rnn.generation import generate
 
 
@@ -56,22 +55,8 @@ def decode(
             for start in range(0, len(prompts), batch_size)
         ]
         return np.concatenate(parts)
-    options = {
-        "temperature": gen_cfg.temperature,
-        "k": gen_cfg.k,
-        "p": gen_cfg.p,
-        "beam_width": gen_cfg.beam_width,
-        "length_penalty": gen_cfg.length_penalty,
-    }
-    accepted = samplers.arguments(gen_cfg.strategy)
     result = generate(
-        model,
-        prompts,
-        max_length,
-        strategy=gen_cfg.strategy,
-        seed=gen_cfg.seed,
-        **{key: value for key, value in options.items() if key in accepted},
-        **token_ids,
+        model, prompts, max_length, sampler=gen_cfg.sampler(), seed=gen_cfg.seed, **token_ids
     )
     return np.asarray(result.tokens)
 

@@ -201,15 +201,17 @@ class TextModel(mlflow.pyfunc.PythonModel):
     def generate(self, ids: list[list[int]], options: dict) -> list[dict]:
         try:
             # the card holds every option (MLflow's params schema fills them all in):
-            # the sampler gets the ones it takes
-            sampler = options["sampler"]
-            samplers.check_name(sampler)
+            # the sampler is built from the ones it takes
+            name = options["sampler"]
+            samplers.check_name(name)
+            sampler = samplers.get(
+                name, **{key: options[key] for key in samplers.arguments(name) if key in options}
+            )
             result = generation.generate(
                 self.model,
                 ids,
                 int(options["max_length"]),
                 sampler=sampler,
-                **{key: options[key] for key in samplers.arguments(sampler) if key in options},
                 eos_id=self.card.get("end_id"),
                 start_id=self.card.get("start_id"),
                 seed=options["seed"],

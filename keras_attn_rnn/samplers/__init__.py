@@ -77,6 +77,13 @@ def get(identifier, vocabulary_size=None, **kwargs):
     """
     if isinstance(identifier, str):
         cls = class_for(identifier)
+        unknown = sorted(set(kwargs) - set(arguments(identifier)))
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not an argument "
+                f"of sampler={identifier!r}, which takes {list(arguments(identifier))}. "
+                f"Received: {', '.join(f'{key}={kwargs[key]!r}' for key in unknown)}"
+            )
         cls.check_arguments(kwargs, vocabulary_size)
         return cls(**kwargs)
     sampler = REGISTRY.get(identifier, **kwargs)

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from experiments.bench import timing
 from experiments.bench.cases.common import Options, random_generator
+from keras_attn_rnn import samplers
 from keras_attn_rnn.generation import generate
 from keras_attn_rnn.models import AttentiveLanguageModel
 
@@ -35,7 +36,7 @@ def generation_cache_speedup(options: Options) -> dict:
     n = s["tokens"]
 
     def cached():
-        return generate(model, prompts, n, strategy="greedy", jit_compile=options.jit_compile)
+        return generate(model, prompts, n, sampler="greedy", jit_compile=options.jit_compile)
 
     # Shapes change every token: one trace with a dynamic time axis (no XLA).
     @tf.function(input_signature=[tf.TensorSpec((s["batch"], None), tf.int32)], autograph=False)
@@ -58,7 +59,7 @@ def generation_cache_speedup(options: Options) -> dict:
     result = timing.paired(cached, rerun, r["generation"], 0, speedup=True)
     return {
         **result,
-        "project": "keras_attn_rnn.generation.generate(strategy='greedy'): one RNN step + one "
+        "project": "keras_attn_rnn.generation.generate(sampler='greedy'): one RNN step + one "
         "attention over the key cache per token, in a compiled while loop",
         "peer": "greedy decoding that runs the AttentiveLanguageModel on the whole prefix for "
         "every new token (one tf.function with a dynamic time axis)",
@@ -74,17 +75,17 @@ def beam4_cost(options: Options) -> dict:
 
     def beam():
         return generate(
-            model, prompts, n, strategy="beam", beam_width=4, jit_compile=options.jit_compile
+            model, prompts, n, sampler=samplers.BeamSampler(4), jit_compile=options.jit_compile
         )
 
     def greedy():
-        return generate(model, prompts, n, strategy="greedy", jit_compile=options.jit_compile)
+        return generate(model, prompts, n, sampler="greedy", jit_compile=options.jit_compile)
 
     r = options.repeats
     result = timing.paired(beam, greedy, r["generation"], min(1, r["warmup"]))
     return {
         **result,
-        "project": "generate(strategy='beam', beam_width=4)",
-        "peer": "generate(strategy='greedy')",
+        "project": "generate(sampler=BeamSampler(4))",
+        "peer": "generate(sampler='greedy')",
         "shapes": dict(s, beam_width=4, model="AttentiveLanguageModel"),
     }
