@@ -60,18 +60,15 @@ def test_random_sampler_temperature_scales_the_logits():
     np.testing.assert_allclose(frequencies, expected, atol=TOLERANCE)
 
 
-def test_top_k_draws_follow_the_renormalized_top_k():
-    # k=6: token 1 and the five tied tokens; never 7 (below them) nor 0.
-    frequencies = _frequencies(_draw(samplers.TopKSampler(k=6)))
-    expected = np.zeros(V)
-    expected[1:7] = _softmax(ROW[1:7])
-    assert frequencies[0] == 0 and frequencies[7] == 0
-    np.testing.assert_allclose(frequencies, expected, atol=TOLERANCE)
-
-
-def test_top_p_draws_follow_the_renormalized_nucleus():
-    # Token 7 has p 0.0064: the mass before it, 0.9936, is not below p=0.99, so it is cut.
-    frequencies = _frequencies(_draw(samplers.TopPSampler(p=0.99)))
+@pytest.mark.parametrize(
+    "sampler",
+    # k=6: token 1 and the five tied tokens. p=0.99: token 7 has p 0.0064 and the mass
+    # before it, 0.9936, is not below p, so it is cut. Never 7 (below them) nor 0.
+    [samplers.TopKSampler(k=6), samplers.TopPSampler(p=0.99)],
+    ids=["top_k", "top_p"],
+)
+def test_truncated_draws_follow_the_renormalized_head(sampler):
+    frequencies = _frequencies(_draw(sampler))
     expected = np.zeros(V)
     expected[1:7] = _softmax(ROW[1:7])
     assert frequencies[0] == 0 and frequencies[7] == 0
