@@ -8,6 +8,7 @@ is rejected before any run, file or folder is created.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,8 +25,6 @@ from pydantic import (
 
 from experiments.errors import ConfigError
 from keras_attn_rnn import mechanisms, normalizers, samplers, scores
-from keras_attn_rnn.mechanisms.location_sensitive_attention import LOCATION_FEATURES
-from keras_attn_rnn.mechanisms.monotonic_attention import MODES as MONOTONIC_MODES
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
@@ -186,38 +185,66 @@ TaskConfig = Annotated[
 
 
 class AttentionConfig(_Section):
-    # names are the library's registries (scores, mechanisms, normalizers)
-    score: Literal[scores.names()] | None = None
+    """`model.attention`: the score, normalizer and mechanism by their registered names,
+    and any other key an option of the chosen mechanism (`filters: 32` for `location`),
+    checked by the mechanism's own constructor: the library is the one list of options."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    score: str | None = None
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
     query_value: list[float] | None = None
     window: int | None = Field(None, ge=1)  # LM: local window; local_p: half-width
-    mechanism: Literal[mechanisms.names()] = "content"  # seq2seq (bahdanau) only, unless content
-    normalizer: Literal[normalizers.names()] = "softmax"
-    # options of the stateful mechanisms; None: the mechanism's default
-    mode: Literal[MONOTONIC_MODES] | None = None
-    sigmoid_noise: float | None = Field(None, ge=0.0)
-    score_bias_init: float | None = None
-    filters: int | None = Field(None, ge=1)
-    kernel_size: int | None = Field(None, ge=1)
-    cumulative: bool | None = None  # the older switch: False "previous", True "cumulative"
-    location_features: Literal[LOCATION_FEATURES] | None = None
+    mechanism: str = "content"  # seq2seq (bahdanau) only, unless content
+    normalizer: str = "softmax"
 
-    @field_validator("kernel_size")
+    @field_validator("score")
     @classmethod
-    def _odd(cls, value: int | None) -> int | None:
-        if value is not None and value % 2 == 0:
-            raise ValueError("an odd kernel size (the location convolution is centred)")
+    def _registered_score(cls, value: str | None) -> str | None:
+        if value is not None:
+            scores.REGISTRY.check_name(value, "score")
+        return value
+
+    @field_validator("mechanism")
+    @classmethod
+    def _registered_mechanism(cls, value: str) -> str:
+        mechanisms.REGISTRY.check_name(value, "mechanism")
+        return value
+
+    @field_validator("normalizer")
+    @classmethod
+    def _registered_normalizer(cls, value: str) -> str:
+        normalizers.REGISTRY.check_name(value, "normalizer")
         return value
 
     @model_validator(mode="after")
-    def _one_location_switch(self) -> AttentionConfig:
-        if self.cumulative is not None and self.location_features is not None:
-            raise ValueError(
-                "model.attention.location_features or the older model.attention.cumulative, "
-                f"not both, got {self.location_features!r} and {self.cumulative!r}"
-            )
+    def _mechanism_options(self) -> AttentionConfig:
+        options = dict(self.model_extra or {})
+        if not options:
+            return self
+        accepted = mechanisms.REGISTRY.arguments(self.mechanism)
+        own = [key for key in accepted if key not in ("score", "units", "normalizer")]
+        for key in options:
+            if key not in own:
+                raise ValueError(
+                    f"model.attention.{key} is not an option of mechanism {self.mechanism!r} "
+                    f"(its options: {', '.join(own) or 'none'})"
+                )
+        # the constructor checks the values (a units placeholder where one is required)
+        trial = {"units": self.units or 1} if "units" in _required(self.mechanism) else {}
+        try:
+            mechanisms.get(self.mechanism, **trial, **options)
+        except (ValueError, TypeError) as err:
+            named = [key for key in options if str(err).startswith(key)]
+            raise ValueError(f"model.attention.{named[0] if named else '*'}: {err}") from None
         return self
+
+
+def _required(mechanism: str) -> set[str]:
+    """The constructor arguments of a mechanism that have no default."""
+    parameters = inspect.signature(mechanisms.REGISTRY.class_for(mechanism).__init__).parameters
+    return {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
 
 
 class ModelConfig(_Section):

@@ -274,9 +274,10 @@ def test_seq2seq_location_default_and_old_configs():
     model([SOURCE, ids((3, 4), 9, seed=3)])
     assert _location_kernel(model) == (3, 2, 2)
     config = model.get_config()
-    assert config["attention"]["location_features"] is None
-    old = {**config, "attention": dict(config["attention"])}
-    del old["attention"]["location_features"]
+    assert "location_features" not in config["attention"]  # only the options set are saved
+    # saved when every mechanism's options were listed, unset ones as None
+    listed = ("mode", "sigmoid_noise", "score_bias_init", "cumulative", "window")
+    old = {**config, "attention": {**config["attention"], **dict.fromkeys(listed)}}
     restored = models.Seq2Seq.from_config(old)
     restored([SOURCE, ids((3, 4), 9, seed=3)])
     assert _location_kernel(restored) == (3, 1, 2)
@@ -382,15 +383,16 @@ def test_keras_round_trip_in_a_fresh_process_generates_identically(tmp_path):
     script = textwrap.dedent(
         f"""
         import os, numpy as np, keras
+        from keras_attn_rnn import samplers
         from keras_attn_rnn.generation import generate
         d = {str(tmp_path)!r}
         e = np.load(os.path.join(d, "expected.npz"))
         load = lambda n: keras.saving.load_model(os.path.join(d, n + ".keras"), safe_mode=True)
         lm, s2s, cls = load("lm"), load("seq2seq"), load("classifier")
         eq = np.testing.assert_array_equal
-        eq(generate(lm, [[3, 4], [5]], 4, strategy="top_k", k=3, seed=4).tokens, e["lm"])
-        eq(generate(s2s, e["source"], 4, strategy="beam", beam_width=2, start_id=1).tokens,
-           e["seq2seq"])
+        top_k, beam = samplers.TopKSampler(3), samplers.BeamSampler(2)
+        eq(generate(lm, [[3, 4], [5]], 4, sampler=top_k, seed=4).tokens, e["lm"])
+        eq(generate(s2s, e["source"], 4, sampler=beam, start_id=1).tokens, e["seq2seq"])
         out = np.asarray(keras.ops.convert_to_numpy(cls(e["tokens"])))
         np.testing.assert_allclose(out, e["classifier"], atol=0, rtol=0)
         print("RELOAD-OK", type(lm).__name__, type(s2s).__name__, type(cls).__name__)

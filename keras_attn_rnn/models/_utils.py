@@ -27,8 +27,14 @@ def check_bool(name, value):
         raise ValueError(f"{name} must be True or False. Received: {name}={value!r}")
 
 
-def attention_options(attention, defaults):
-    """`attention` (a dict or None) merged over `defaults`; unknown keys raise."""
+def attention_options(attention, defaults, mechanism_options=False):
+    """`attention` (a dict or None) merged over `defaults`; unknown keys raise.
+
+    With `mechanism_options`, a key that is a constructor argument of the chosen
+    mechanism is known too (its value is checked when the mechanism is built); a key
+    set to None that is not is dropped (a config saved when every mechanism's options
+    were listed with None).
+    """
     if attention is None:
         attention = {}
     if not isinstance(attention, dict):
@@ -36,7 +42,22 @@ def attention_options(attention, defaults):
             f"attention must be a dict with keys among {sorted(defaults)}. "
             f"Received: attention={attention!r}"
         )
+    if mechanism_options:
+        mechanisms.check_name(attention.get("mechanism", defaults["mechanism"]))
+        accepted = set(mechanisms.REGISTRY.arguments(attention.get("mechanism", "content")))
+        attention = {
+            key: value
+            for key, value in attention.items()
+            if key in defaults or key in accepted or value is not None
+        }
+        defaults = {**defaults, **{key: None for key in attention if key in accepted}}
     unknown = sorted(set(attention) - set(defaults))
+    if unknown and mechanism_options:
+        mechanism = attention.get("mechanism", defaults["mechanism"])
+        raise ValueError(
+            f"attention[{unknown[0]!r}] is not an option of mechanism {mechanism!r} (it takes "
+            f"{sorted(mechanisms.REGISTRY.arguments(mechanism))}). Received: attention={attention!r}"
+        )
     if unknown:
         raise ValueError(
             f"attention accepts the keys {sorted(defaults)}; unknown keys {unknown}. "

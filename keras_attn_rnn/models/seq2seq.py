@@ -8,20 +8,13 @@ from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 
 DECODERS = ("bahdanau", "luong")
+# The keys every attention dict has; the chosen mechanism's own options (its constructor
+# arguments: `filters`, `mode`, `window`, ...) come beside them.
 _ATTENTION_DEFAULTS = {
     "mechanism": "content",
     "score": "additive",
     "units": None,
     "normalizer": "softmax",
-    # options of the stateful mechanisms (None: the mechanism's default)
-    "mode": None,
-    "sigmoid_noise": None,
-    "score_bias_init": None,
-    "filters": None,
-    "kernel_size": None,
-    "cumulative": None,
-    "location_features": None,
-    "window": None,
 }
 
 
@@ -127,7 +120,7 @@ class Seq2Seq(AttentiveModel):
         _utils.check_choice("decoder", decoder, DECODERS)
         checks.check_positive_int("attention_layer_size", attention_layer_size)
         checks.check_dropout(dropout)
-        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
+        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS, mechanism_options=True)
         if decoder == "luong" and options["mechanism"] != "content":
             raise ValueError(
                 "decoder='luong' attends in parallel after the decoder RNN, so it takes "

@@ -8,17 +8,6 @@ from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
 from experiments.tasks.vocab import END, PAD, START
 from keras_attn_rnn import mechanisms, models
 
-# `model.attention` keys passed on to the mechanism when set
-MECHANISM_OPTIONS = (
-    "mode",
-    "sigmoid_noise",
-    "score_bias_init",
-    "filters",
-    "kernel_size",
-    "cumulative",
-    "location_features",
-    "window",
-)
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
 
@@ -31,7 +20,12 @@ class Seq2Seq(TaskKind):
     default_score = "additive"
     metric_names = ("token_accuracy", "exact_match_greedy")
     primary_metric = "test_exact_match_greedy"
-    attention_mechanisms = mechanisms.names()
+
+    @property
+    def attention_mechanisms(self):
+        """Every registered mechanism (read when a config is checked: a new one is usable)."""
+        return mechanisms.names()
+
     has_coverage = True
 
     def check(self, cfg):
@@ -43,14 +37,11 @@ class Seq2Seq(TaskKind):
             )
 
     def attention(self, cfg):
-        """Score, units, normalizer, and the mechanism with the options that are set."""
+        """Score, units, normalizer, and the mechanism with its options (`model.attention`'s
+        other keys, and `window` when set)."""
         a = cfg.model.attention
-        options = {key: getattr(a, key) for key in MECHANISM_OPTIONS}
-        return {
-            **super().attention(cfg),
-            "mechanism": a.mechanism,
-            **{key: value for key, value in options.items() if value is not None},
-        }
+        window = {} if a.window is None else {"window": a.window}
+        return {**super().attention(cfg), "mechanism": a.mechanism, **window, **a.model_extra}
 
     def build_model(self, cfg, task):
         m = cfg.model
