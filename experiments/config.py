@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from experiments.errors import ConfigError
+from experiments.errors import ConfigError, problem
 from keras_attn_rnn import mechanisms, normalizers, samplers, scores
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
@@ -441,6 +441,14 @@ def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> 
     return validate(apply_overrides(data, overrides or []))
 
 
+class _Missing:
+    def __repr__(self) -> str:
+        return "(missing)"
+
+
+_MISSING = _Missing()
+
+
 def format_errors(err: ValidationError, data: dict) -> str:
     """One line per problem: `key.path: got VALUE; expected WHAT`."""
     lines = ["invalid config:"]
@@ -456,11 +464,11 @@ def format_errors(err: ValidationError, data: dict) -> str:
             expected = "this key is required"
         else:
             expected = item["msg"].removeprefix("Value error, ")
-        got = "(missing)" if item["type"] == "missing" else repr(item.get("input"))
+        got = _MISSING if item["type"] == "missing" else item.get("input")
         if item["type"] == "union_tag_invalid":
-            key, got = "task.name", repr(item["ctx"]["tag"])
+            key, got = "task.name", item["ctx"]["tag"]
             expected = "one of " + item["ctx"]["expected_tags"]
-        lines.append(f"  {key}: got {got}; expected {expected}")
+        lines.append(problem(key, got, expected))
     return "\n".join(lines)
 
 

@@ -15,6 +15,16 @@ class ConfigError(Exception):
     """A config, an override, a command-line value or a task's data is invalid (exit 2)."""
 
 
+def problem(key: str, got: object, expected: str) -> str:
+    """One line of a config error, the format every check uses: `  key: got V; expected E`."""
+    return f"  {key}: got {got!r}; expected {expected}"
+
+
+def invalid_config(key: str, got: object, expected: str) -> ConfigError:
+    """A `ConfigError` for one bad value, worded as the schema's own errors are."""
+    return ConfigError(f"invalid config:\n{problem(key, got, expected)}")
+
+
 class TrackingUnavailable(Exception):
     """The tracking server cannot be reached before a run starts (exit 3)."""
 

@@ -10,7 +10,7 @@ from experiments import config as config_lib
 from experiments.commands import build_parser, main
 from experiments.ready_configs import directory as configs_dir
 from experiments.training import run
-from keras_attn_rnn import scores
+from keras_attn_rnn import mechanisms, scores
 
 # (config changes, --set overrides, text the error must contain)
 BAD_CASES = {
@@ -254,3 +254,19 @@ def test_parser_has_all_commands_and_requires_one():
     with pytest.raises(SystemExit) as info:
         parser.parse_args([])
     assert info.value.code == 2
+
+
+def test_validating_mechanism_options_creates_no_backend_variable():
+    """The config check constructs the mechanism; a multi-worker strategy must come before
+    TensorFlow's first op, so construction may create no variable (a seed state included)."""
+    cfg = config_lib.validate(
+        {
+            "task": {"name": "reverse"},
+            "model": {"attention": {"mechanism": "monotonic", "sigmoid_noise": 1.0}},
+        }
+    )
+    assert cfg.model.attention.model_extra == {"sigmoid_noise": 1.0}
+    for name in mechanisms.names():
+        units = {"units": 4} if name in ("location", "coverage") else {}
+        noise = {"sigmoid_noise": 1.0} if name == "monotonic" else {}
+        assert mechanisms.get(name, **units, **noise).variables == [], name

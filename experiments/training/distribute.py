@@ -34,7 +34,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from experiments._keras_compat import patch_keras_for_multi_worker
-from experiments.errors import ConfigError
+from experiments.errors import ConfigError, invalid_config
 
 
 def tf_config() -> dict:
@@ -133,9 +133,10 @@ def check_batch(strategy, batch_size: int) -> None:
     """The global batch must split evenly over the replicas."""
     replicas = 1 if strategy is None else strategy.num_replicas_in_sync
     if batch_size % replicas:
-        raise ConfigError(
-            f"invalid config:\n  train.batch_size: got {batch_size}; expected a multiple of "
-            f"the {replicas} replicas in sync (batch_size is the global batch)"
+        raise invalid_config(
+            "train.batch_size",
+            batch_size,
+            f"a multiple of the {replicas} replicas in sync (batch_size is the global batch)",
         )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from experiments import config as config_lib
 from experiments import interrupts
 from experiments.config import ExperimentConfig
-from experiments.errors import ConfigError, CorruptData, StorageError, Terminated
+from experiments.errors import ConfigError, CorruptData, StorageError, Terminated, invalid_config
 from experiments.tasks import Task, build_task, lengths
 from experiments.tracking import resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
@@ -57,10 +57,11 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         cfg.generate.max_length = kind.decode_length(task, cfg.generate)
     kind.check(cfg)
     if cfg.train.alignment_loss_weight and task.train.alignment is None:
-        raise ConfigError(
-            f"invalid config:\n  train.alignment_loss_weight: got "
-            f"{cfg.train.alignment_loss_weight}; expected 0 for task {task.name!r}, which has "
-            "no ground-truth alignment (reverse and needle have one)"
+        raise invalid_config(
+            "train.alignment_loss_weight",
+            cfg.train.alignment_loss_weight,
+            f"0 for task {task.name!r}, which has no ground-truth alignment "
+            "(reverse and needle have one)",
         )
     if cfg.train.distribute != "multi_worker":
         # A multi-worker strategy must come before TensorFlow's first op, so `execute`
@@ -68,18 +69,19 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         _check_model(cfg, task)
     known = epoch_metric_names(task)
     if cfg.train.early_stopping and cfg.train.early_stopping.monitor not in known:
-        raise ConfigError(
-            f"invalid config:\n  train.early_stopping.monitor: got "
-            f"{cfg.train.early_stopping.monitor!r}; expected a metric this task logs, "
-            f"one of {', '.join(sorted(known))}"
+        raise invalid_config(
+            "train.early_stopping.monitor",
+            cfg.train.early_stopping.monitor,
+            f"a metric this task logs, one of {', '.join(sorted(known))}",
         )
     es = cfg.train.early_stopping
     directed = {"loss", *kind.fit_metrics}  # Keras knows which way these go, for mode 'auto'
     if es and es.mode == "auto" and es.monitor.removeprefix("val_") not in directed:
-        raise ConfigError(
-            f"invalid config:\n  train.early_stopping.mode: got 'auto' with monitor "
-            f"{es.monitor!r}; expected 'max' or 'min' (whether {es.monitor} should rise "
-            f"or fall is known for loss, val_loss and val_<compiled metric> only)"
+        raise invalid_config(
+            "train.early_stopping.mode",
+            "auto",
+            f"'max' or 'min' with monitor {es.monitor!r} (whether it should rise or fall "
+            "is known for loss, val_loss and val_<compiled metric> only)",
         )
     return Prepared(cfg, task)
 
@@ -89,7 +91,7 @@ def _check_model(cfg: ExperimentConfig, task: Task) -> None:
     try:
         task.kind.build_model(cfg, task)
     except ValueError as err:
-        raise ConfigError(f"invalid config:\n  model: {err}") from None
+        raise ConfigError(f"invalid config:\n  model: {err}") from None  # the library's words
 
 
 def epoch_metric_names(task: Task) -> set[str]:

@@ -98,8 +98,6 @@ class MonotonicAttention(Mechanism):
         self.score_bias_init = float(score_bias_init)
         self.seed = seed
         self.score_layer = scores.role_named(score, units=units, dtype=self.dtype_policy)
-        if self.sigmoid_noise > 0:
-            self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, query_shape, memory_shape):
         self.score_layer.build_for((None, 1, query_shape[-1]), tuple(memory_shape))
@@ -108,6 +106,10 @@ class MonotonicAttention(Mechanism):
             shape=(),
             initializer=keras.initializers.Constant(self.score_bias_init),
         )
+        if self.sigmoid_noise > 0:
+            # made here, not in __init__: constructing the layer runs no backend op (a
+            # runner validates its options before a multi-worker strategy exists)
+            self.seed_generator = keras.random.SeedGenerator(self.seed)
 
     def prepare_keys(self, memory):
         return self.score_layer.prepare_keys(memory)

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 
 from experiments.config import ExperimentConfig, GenerateConfig
-from experiments.errors import ConfigError
+from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
 from experiments.tasks.vocab import PAD, SPECIALS
 
@@ -84,16 +84,18 @@ class TaskKind:
         """Raise `ConfigError` for config values this kind cannot train."""
         mechanism = cfg.model.attention.mechanism
         if mechanism not in self.attention_mechanisms:
-            raise ConfigError(
-                f"invalid config:\n  model.attention.mechanism: got {mechanism!r}; expected "
-                f"one of {', '.join(repr(m) for m in self.attention_mechanisms)} for a {self.name} task "
-                "(stateful mechanisms belong to the seq2seq decoder)"
+            raise invalid_config(
+                "model.attention.mechanism",
+                mechanism,
+                f"one of {', '.join(repr(m) for m in self.attention_mechanisms)} for a "
+                f"{self.name} task (stateful mechanisms belong to the seq2seq decoder)",
             )
         if cfg.train.coverage_loss_weight and not self.has_coverage:
-            raise ConfigError(
-                f"invalid config:\n  train.coverage_loss_weight: got "
-                f"{cfg.train.coverage_loss_weight}; expected 0 for a {self.name} task "
-                "(coverage sums a decoder's alignments over its steps: seq2seq only)"
+            raise invalid_config(
+                "train.coverage_loss_weight",
+                cfg.train.coverage_loss_weight,
+                f"0 for a {self.name} task "
+                "(coverage sums a decoder's alignments over its steps: seq2seq only)",
             )
 
     #: whether the model's attention has decoder steps a coverage loss can sum over

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.errors import ConfigError
+from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
 from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
 from experiments.tasks.vocab import END, PAD, START
@@ -31,9 +31,10 @@ class Seq2Seq(TaskKind):
     def check(self, cfg):
         super().check(cfg)
         if cfg.model.num_layers != 1:
-            raise ConfigError(
-                f"invalid config:\n  model.num_layers: got {cfg.model.num_layers}; expected 1 for "
-                "a seq2seq task (its encoder and decoder have one RNN layer each)"
+            raise invalid_config(
+                "model.num_layers",
+                cfg.model.num_layers,
+                "1 for a seq2seq task (its encoder and decoder have one RNN layer each)",
             )
 
     def attention(self, cfg):
