@@ -10,7 +10,10 @@ Keras release moves, renames or re-shapes any of them.
   Keras has no public hook for how the trainer reduces per-replica values or
   builds its compile state from the first batch, so the fix has to replace
   those two functions; the third is Keras's own test for the strategy type,
-  reused so the patch switches on exactly when Keras's bug does.
+  reused so the patch switches on exactly when Keras's bug does. Still needed
+  with Keras 3.15 and TensorFlow 2.21: without the patch the two-process test
+  (`tests/test_scaleout_distribute.py::test_multi_worker_two_processes_log_one_run`)
+  fails in `fit` with "ValueError: Attempt to convert a value (PerReplica:{...".
 - `Trainer._symbolic_build` and `Trainer._distribute_strategy`: what the
   replaced `_maybe_symbolic_build` calls and reads, as the original does.
 """
