@@ -139,27 +139,14 @@ class BeamSampler(Sampler):
         mask = extras.get("memory_mask")
         if mask is not None:
             mask = ops.reshape(ops.cast(mask, "bool"), (batch, 1, 1, source))
-        accumulated = ops.zeros((batch, width, source), "float32")
+        covered = ops.zeros((batch, width, source), "float32")
         if self.coverage_penalty_weight and extras.get("initial_alignments") is not None:
             initial = ops.cast(extras["initial_alignments"], "float32")
-            accumulated = accumulated + ops.reshape(initial, (batch, 1, source))
+            covered = covered + ops.reshape(initial, (batch, 1, source))
 
         def repeat(x):
             return ops.repeat(x, width, axis=0)
 
-        logits, weights = repeat(logits), repeat(weights)
-        cache = keras.tree.map_structure(repeat, cache)
-        # Only beam 0 is alive at first, so the first step expands one hypothesis.
-        first = ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), IMPOSSIBLE)])
-        log_probs = ops.tile(ops.expand_dims(first, 0), (batch, 1))
-        # Per step: each beam's token, parent beam and alignment. Steps after
-        # the search stopped keep tokens 0 and each beam its own parent.
-        tokens = _compilation.new_record(max_length, (batch, width), "int32")
-        parents = ops.broadcast_to(ops.arange(width, dtype="int32"), (max_length, batch, width))
-        history = _compilation.new_record(max_length, (batch, width, source), "float32")
-        lengths = ops.zeros((batch, width), "int32")
-        scores = ops.zeros((batch, width), "float32")
-        finished = ops.zeros((batch, width), "bool")
         # A finished beam continues only with padding, at no cost.
         pad_only = ops.where(ops.equal(ops.arange(vocab), 0), 0.0, IMPOSSIBLE)
         # tfa: a candidate emitting EOS is ranked without counting it.
@@ -168,56 +155,52 @@ class BeamSampler(Sampler):
         else:
             adds_length = ops.cast(ops.not_equal(ops.arange(vocab), eos_id), "int32")
         offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
-        step = ops.convert_to_tensor(0, "int32")
-        state = (
-            step,
-            logits,
-            weights,
-            cache,
-            log_probs,
-            tokens,
-            parents,
-            history,
-            lengths,
-            accumulated,
-            scores,
-        )
+        # Only beam 0 is alive at first, so the first step expands one hypothesis.
+        first = ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), IMPOSSIBLE)])
+        # The loop state, one name per entry from here to the end. Per step the records
+        # keep each beam's token, parent beam and alignment; steps after the search
+        # stopped keep tokens 0 and each beam its own parent.
+        beams = {
+            "step": ops.convert_to_tensor(0, "int32"),
+            "logits": repeat(logits),  # of the next token, per beam (B * W, V)
+            "weights": repeat(weights),  # the attention behind those logits
+            "cache": keras.tree.map_structure(repeat, cache),
+            "log_probs": ops.tile(ops.expand_dims(first, 0), (batch, 1)),  # (B, W) sums
+            "tokens": _compilation.new_record(max_length, (batch, width), "int32"),
+            "parents": ops.broadcast_to(
+                ops.arange(width, dtype="int32"), (max_length, batch, width)
+            ),
+            "history": _compilation.new_record(max_length, (batch, width, source), "float32"),
+            "lengths": ops.zeros((batch, width), "int32"),
+            "covered": covered,  # (B, W, S) attention summed while running
+            "scores": ops.zeros((batch, width), "float32"),  # the last step's ranking
+            "finished": ops.zeros((batch, width), "bool"),
+        }
 
-        def cond(*loop):
-            step, finished = loop[0], loop[-1]
-            return ops.logical_and(ops.less(step, max_length), ops.logical_not(ops.all(finished)))
+        def cond(beams):
+            return ops.logical_and(
+                ops.less(beams["step"], max_length), ops.logical_not(ops.all(beams["finished"]))
+            )
 
-        def body(
-            step,
-            logits,
-            weights,
-            cache,
-            log_probs,
-            tokens,
-            parents,
-            history,
-            lengths,
-            covered,
-            scores,
-            done,
-        ):
-            attention = ops.reshape(ops.cast(weights, "float32"), (batch, width, source))
-            running = ops.logical_not(done)
+        def body(beams):
+            step, finished, covered = beams["step"], beams["finished"], beams["covered"]
+            attention = ops.reshape(ops.cast(beams["weights"], "float32"), (batch, width, source))
+            running = ops.logical_not(finished)
             if self.coverage_penalty_weight:
                 # tfa: the alignments behind this step's logits count for beams still running
                 covered = covered + attention * ops.expand_dims(ops.cast(running, "float32"), -1)
-            step_log_probs = ops.log_softmax(without_padding(logits), axis=-1)
+            step_log_probs = ops.log_softmax(without_padding(beams["logits"]), axis=-1)
             step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
-            step_log_probs = ops.where(ops.expand_dims(done, -1), pad_only, step_log_probs)
-            candidates = ops.expand_dims(log_probs, -1) + step_log_probs
-            candidate_lengths = ops.expand_dims(lengths, -1) + adds_length * ops.expand_dims(
-                ops.cast(running, "int32"), -1
+            step_log_probs = ops.where(ops.expand_dims(finished, -1), pad_only, step_log_probs)
+            candidates = ops.expand_dims(beams["log_probs"], -1) + step_log_probs
+            candidate_lengths = ops.expand_dims(beams["lengths"], -1) + adds_length * (
+                ops.expand_dims(ops.cast(running, "int32"), -1)
             )
             ranked = self.score(
                 candidates,
                 candidate_lengths,
                 ops.expand_dims(covered, 2),
-                ops.expand_dims(done, -1),
+                ops.expand_dims(finished, -1),
                 mask,
             )
             scores, best = ops.top_k(ops.reshape(ranked, (batch, width * vocab)), width)
@@ -226,53 +209,53 @@ class BeamSampler(Sampler):
             log_probs = ops.take_along_axis(
                 ops.reshape(candidates, (batch, width * vocab)), best, 1
             )
-            parent_done = ops.take_along_axis(done, parent, axis=1)
+            parent_finished = ops.take_along_axis(finished, parent, axis=1)
             # The stored length counts the EOS token (tfa's `next_prediction_len`).
-            lengths = ops.take_along_axis(lengths, parent, axis=1) + ops.cast(
-                ops.logical_not(parent_done), "int32"
+            lengths = ops.take_along_axis(beams["lengths"], parent, axis=1) + ops.cast(
+                ops.logical_not(parent_finished), "int32"
             )
-            done = parent_done
+            finished = parent_finished
             if eos_id is not None:
-                done = ops.logical_or(done, ops.equal(token, eos_id))
+                finished = ops.logical_or(finished, ops.equal(token, eos_id))
 
             flat_parent = ops.reshape(offsets + parent, (-1,))
-            tokens = _compilation.write_record(tokens, step, token)
-            parents = ops.slice_update(parents, [step, 0, 0], ops.expand_dims(parent, 0))
             rows = ops.broadcast_to(ops.expand_dims(parent, -1), (batch, width, source))
             kept = ops.take_along_axis(attention, rows, axis=1)
-            kept = ops.where(ops.expand_dims(parent_done, -1), 0.0, kept)
+            kept = ops.where(ops.expand_dims(parent_finished, -1), 0.0, kept)
             if self.coverage_penalty_weight:
                 covered = ops.take_along_axis(covered, rows, axis=1)
-            history = _compilation.write_record(history, step, kept)
-            cache = keras.tree.map_structure(lambda x: ops.take(x, flat_parent, axis=0), cache)
-            logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
-            return (
-                step + 1,
-                logits,
-                weights,
-                cache,
-                log_probs,
-                tokens,
-                parents,
-                history,
-                lengths,
-                covered,
-                scores,
-                done,
+            cache = keras.tree.map_structure(
+                lambda x: ops.take(x, flat_parent, axis=0), beams["cache"]
             )
+            logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
+            return {
+                "step": step + 1,
+                "logits": logits,
+                "weights": weights,
+                "cache": cache,
+                "log_probs": log_probs,
+                "tokens": _compilation.write_record(beams["tokens"], step, token),
+                "parents": ops.slice_update(
+                    beams["parents"], [step, 0, 0], ops.expand_dims(parent, 0)
+                ),
+                "history": _compilation.write_record(beams["history"], step, kept),
+                "lengths": lengths,
+                "covered": covered,
+                "scores": scores,
+                "finished": finished,
+            }
 
-        loop = ops.while_loop(cond, body, (*state, finished), maximum_iterations=max_length)
-        tokens, parents, history, scores = loop[5], loop[6], loop[7], loop[10]
+        beams = ops.while_loop(cond, body, beams, maximum_iterations=max_length)
         # tfa: the last step's ranking, best first, is the final order and score.
         returned = self.num_beams_returned
         order = ops.broadcast_to(ops.arange(returned, dtype="int32"), (batch, returned))
         tokens, history = _backtrack(
-            _compilation.stack_record(tokens),
-            parents,
-            _compilation.stack_record(history),
+            _compilation.stack_record(beams["tokens"]),
+            beams["parents"],
+            _compilation.stack_record(beams["history"]),
             order,
         )
-        scores = scores[:, :returned]
+        scores = beams["scores"][:, :returned]
         if returned == 1:
             return tokens[:, 0], scores[:, 0], history[:, 0]
         return tokens, scores, history
