@@ -300,54 +300,76 @@ class TrackingConfig(_Section):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+# The `generate` keys of configs written before `sampler`, with their defaults then.
+_OLDER_GENERATE_KEYS = {
+    "temperature": 1.0,
+    "k": None,
+    "p": None,
+    "beam_width": 4,
+    "length_penalty": 0.0,
+}
+
+
 class GenerateConfig(_Section):
-    strategy: Literal[samplers.names()] = "greedy"
+    """`generate`: one sampler of `keras_attn_rnn.samplers`, by its registered name and its
+    own constructor arguments (`sampler: beam` or `sampler: {name: top_k, k: 5}`), checked
+    by the sampler itself; the registry is the one list of samplers and options."""
+
+    sampler: dict = Field(default_factory=lambda: {"name": "greedy"})
     max_length: int | None = Field(None, ge=1)
-    temperature: float = Field(1.0, ge=0.0)  # 0 is greedy, as in the library
-    k: int | None = Field(None, ge=1)
-    p: float | None = Field(None, gt=0.0, le=1.0)
-    beam_width: int = Field(4, ge=1)
-    length_penalty: float = 0.0
     prompts: list[str] = Field(default_factory=list)
     seed: int | None = 0
 
-    @model_validator(mode="after")
-    def _strategy_arguments(self) -> GenerateConfig:
-        if self.strategy == "top_k" and self.k is None:
-            raise ValueError("generate.k (an integer >= 1) when generate.strategy is 'top_k'")
-        if self.strategy == "top_p" and self.p is None:
-            raise ValueError("generate.p (a float in (0, 1]) when generate.strategy is 'top_p'")
-        options = ("temperature", "k", "p", "beam_width", "length_penalty")
-        accepted = samplers.arguments(self.strategy)
-        defaults = GenerateConfig.model_fields
-        ignored = [
-            key
-            for key in options
-            if key not in accepted and getattr(self, key) != defaults[key].default
-        ]
-        if ignored:
-            raise ValueError(
-                f"generate.{', generate.'.join(ignored)} would be ignored: generate.strategy "
-                f"{self.strategy!r} takes {[key for key in options if key in accepted]}"
-            )
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _older_keys(cls, data: Any) -> Any:
+        """A config written before `sampler` (`strategy: top_k`, `k: 5`: resolved configs
+        logged with older runs, which `resume` reads) means the same sampler."""
+        if not isinstance(data, dict):
+            return data
+        older = [key for key in ("strategy", *_OLDER_GENERATE_KEYS) if key in data]
+        if not older:
+            return data
+        data = dict(data)
+        name = data.pop("strategy", "greedy")
+        if "sampler" in data:
+            raise ValueError(f"generate.sampler or the older generate.{older[0]}, not both")
+        accepted = samplers.arguments(name) if name in samplers.names() else ()
+        arguments = {}
+        for key, default in _OLDER_GENERATE_KEYS.items():
+            value = data.pop(key, default)
+            if key in accepted and value is not None:
+                arguments[key] = value
+            elif value != default:
+                raise ValueError(
+                    f"generate.{key} would be ignored: generate.strategy {name!r} takes "
+                    f"{list(accepted)}"
+                )
+        data["sampler"] = {"name": name, **arguments}
+        return data
 
-    def sampler(self, vocabulary_size: int | None = None) -> samplers.Sampler:
-        """The one `keras_attn_rnn.samplers.Sampler` this section describes, built from the
-        options its strategy takes (checked against `vocabulary_size` when given)."""
-        options = {
-            "temperature": self.temperature,
-            "k": self.k,
-            "p": self.p,
-            "beam_width": self.beam_width,
-            "length_penalty": self.length_penalty,
-        }
-        accepted = samplers.arguments(self.strategy)
-        return samplers.get(
-            self.strategy,
-            vocabulary_size,
-            **{key: value for key, value in options.items() if key in accepted},
-        )
+    @field_validator("sampler", mode="before")
+    @classmethod
+    def _one_sampler(cls, value: Any) -> dict:
+        if isinstance(value, str):
+            value = {"name": value}
+        if not isinstance(value, dict) or "name" not in value:
+            raise ValueError(
+                "a sampler name, or a mapping with `name` and the sampler's arguments "
+                "(e.g. {name: top_k, k: 5})"
+            )
+        arguments = {key: item for key, item in value.items() if key != "name"}
+        samplers.get(value["name"], **arguments)  # the sampler checks its own arguments
+        return {"name": value["name"], **arguments}
+
+    @property
+    def sampler_name(self) -> str:
+        return self.sampler["name"]
+
+    def build_sampler(self, vocabulary_size: int | None = None) -> samplers.Sampler:
+        """The one `keras_attn_rnn.samplers.Sampler` this section describes."""
+        arguments = {key: value for key, value in self.sampler.items() if key != "name"}
+        return samplers.get(self.sampler_name, vocabulary_size, **arguments)
 
 
 class ExperimentConfig(_Section):
@@ -386,6 +408,8 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
+            if isinstance(child, str) and parts[: depth + 1] == ["generate", "sampler"]:
+                child = node[part] = {"name": child}  # `sampler: beam` is `{name: beam}`
             if not isinstance(child, dict):
                 path = ".".join(parts[: depth + 1])
                 raise ConfigError(f"--set {text!r}: {path} is {child!r}, not a section")

@@ -89,6 +89,15 @@ class Registry:
         parameters = inspect.signature(self.class_for(name).__init__).parameters
         return tuple(key for key in parameters if key not in ("self", "args", "kwargs"))
 
+    def defaults(self, name):
+        """`{argument: default}` of the class registered under `name` (those with one)."""
+        parameters = inspect.signature(self.class_for(name).__init__).parameters
+        return {
+            key: p.default
+            for key, p in parameters.items()
+            if key in self.arguments(name) and p.default is not inspect.Parameter.empty
+        }
+
     def name_of(self, value):
         """The registered name of an instance, a class, a config dict or a name (None if
         it has none: an unregistered subclass)."""

@@ -31,7 +31,18 @@ BAD_CASES = {
     "bad_optimizer": ({}, ["train.optimizer=adamax"], "train.optimizer"),
     "bad_lr_schedule": ({}, ["train.lr_schedule=linear"], "train.lr_schedule"),
     "seq2seq_layers": ({"task": TINY_TASKS["reverse"]}, ["model.num_layers=2"], "model.num_layers"),
-    "top_k_without_k": ({}, ["generate.strategy=top_k"], "generate"),
+    "top_k_bad_k": ({}, ["generate.sampler={name: top_k, k: 0}"], "generate.sampler"),
+    "unknown_sampler": ({}, ["generate.sampler=nucleus"], "sampler must be one of"),
+    "argument_the_sampler_lacks": (
+        {},
+        ["generate.sampler={name: greedy, k: 5}"],
+        "k is not an argument of sampler='greedy'",
+    ),
+    "sampler_and_older_key": (
+        {},
+        ["generate.sampler=beam", "generate.beam_width=3"],
+        "generate.sampler or the older generate.beam_width",
+    ),
     "k_with_greedy": ({}, ["generate.k=5"], "generate.k would be ignored"),
     "beam_width_with_top_p": (
         {},
@@ -188,13 +199,13 @@ def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
 
 def test_temperature_0_validates_and_generates_greedily(tmp_path):
     task = {**TINY_TASKS["charlm"], "max_chars": 400}
-    path = write_config(tmp_path, task, generate={"strategy": "sample", "max_length": 6})
-    prepared = run.prepare(config_lib.load_config(path, ["generate.temperature=0"]))
+    path = write_config(tmp_path, task, generate={"sampler": "sample", "max_length": 6})
+    prepared = run.prepare(config_lib.load_config(path, ["generate.sampler.temperature=0"]))
     cfg, task = prepared.cfg, prepared.task
-    assert cfg.generate.temperature == 0
+    assert cfg.generate.sampler == {"name": "sample", "temperature": 0}
     model = task.kind.build_model(cfg, task)
     prompts = [task.vocab.encode(p) for p in task.prompts]
-    greedy = cfg.generate.model_copy(update={"strategy": "greedy", "temperature": 1.0})
+    greedy = cfg.generate.model_copy(update={"sampler": {"name": "greedy"}})
     sampled = [
         task.kind.decode(model, cfg.generate.model_copy(update={"seed": s}), prompts, 6)
         for s in (0, 1)
@@ -270,3 +281,32 @@ def test_validating_mechanism_options_creates_no_backend_variable():
         units = {"units": 4} if name in ("location", "coverage") else {}
         noise = {"sigmoid_noise": 1.0} if name == "monotonic" else {}
         assert mechanisms.get(name, **units, **noise).variables == [], name
+
+
+def test_configs_written_before_generate_sampler_mean_the_same_sampler():
+    """A resolved config logged by an older run (every option listed) still validates, to the
+    sampler it meant: `resume` reads those."""
+    older = {
+        "strategy": "beam",
+        "max_length": 9,
+        "temperature": 1.0,
+        "k": None,
+        "p": None,
+        "beam_width": 3,
+        "length_penalty": 0.6,
+        "prompts": [],
+        "seed": 0,
+    }
+    cfg = config_lib.validate({"task": {"name": "reverse"}, "generate": older})
+    assert cfg.generate.sampler == {"name": "beam", "beam_width": 3, "length_penalty": 0.6}
+    assert cfg.generate.build_sampler().get_config()["beam_width"] == 3
+    greedy = config_lib.validate(
+        {
+            "task": {"name": "reverse"},
+            "generate": {**older, "strategy": "greedy", "beam_width": 4, "length_penalty": 0.0},
+        }
+    )
+    assert greedy.generate.sampler == {"name": "greedy", "temperature": 1.0}
+    # the new form resolves once, and a name alone is the sampler with its defaults
+    cfg = config_lib.validate({"task": {"name": "reverse"}, "generate": {"sampler": "top_p"}})
+    assert cfg.generate.build_sampler(vocabulary_size=10).get_config()["p"] == 0.9

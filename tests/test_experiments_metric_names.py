@@ -74,12 +74,12 @@ def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
     decode = kind.decode
 
     def recording(model, gen_cfg, prompts, max_length, batch_size=None):
-        used.append(gen_cfg.strategy)
+        used.append(gen_cfg.sampler_name)
         return decode(model, gen_cfg, prompts, max_length, batch_size)
 
     monkeypatch.setattr(kind, "decode", recording)
     options = {"beam": {"beam_width": 2}, "top_k": {"k": 2}}.get(strategy, {})
-    gen_cfg = GenerateConfig(strategy=strategy, **options)
+    gen_cfg = GenerateConfig(sampler={"name": strategy, **options})
     results = kind.test_metrics(model, task, task.test, gen_cfg)
     expected = {"token_accuracy", "exact_match_greedy", "alignment_accuracy", "attention_entropy"}
     if strategy == "beam":
@@ -121,7 +121,7 @@ def test_every_metric_name_is_in_the_readme_table(name, tmp_path):
         {
             "task": task,
             "model": {"embedding_dim": 4, "units": 4},
-            "generate": {"strategy": "beam", "beam_width": 2},  # adds exact_match_beam
+            "generate": {"sampler": {"name": "beam", "beam_width": 2}},  # adds exact_match_beam
         }
     )
     prepared = training_run.prepare(cfg)

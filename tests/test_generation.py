@@ -224,7 +224,6 @@ def test_model_cache_is_built_once():
     "kwargs, match",
     [
         ({"sampler": "beams"}, r"sampler must be one of .* Received: sampler='beams'"),
-        ({"sampler": "top_k"}, r"needs k, an integer in \[1, 8\].*Received: k=None"),
         ({"sampler": samplers.TopKSampler(9)}, r"k, an integer in \[1, 8\].*Received: k=9"),
         ({"max_length": 0}, r"max_length must be an integer >= 1. Received: max_length=0"),
         ({"eos_id": 8}, r"eos_id must be a token id in \[0, 8\). Received: eos_id=8"),

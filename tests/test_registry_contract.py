@@ -35,7 +35,8 @@ REGISTRIES = {kind: module.REGISTRY for kind, module in MODULES.items()}
 MINIMAL_ARGUMENTS = {
     "score": {},
     "mechanism": {"location": {"units": 4}, "coverage": {"units": 4}},
-    "sampler": {"top_k": {"k": 3}, "top_p": {"p": 0.9}},
+    # small enough that the cut changes which tokens are drawn (a lost value shows)
+    "sampler": {"top_k": {"k": 2}, "top_p": {"p": 0.5}},
 }
 
 # Mechanisms whose alignments are not renormalised over the memory: they sum to at most 1.
@@ -141,7 +142,11 @@ def test_get_by_name_gives_a_member_known_by_that_name(kind, name):
     assert registry.get(member) is member  # an instance passes through
     # the module's own `get` agrees with the registry's
     module_get = MODULES[kind].get
-    by_module = module_get(name) if kind == "normalizer" else module_get(name, **minimal_arguments(kind, name))
+    by_module = (
+        module_get(name)
+        if kind == "normalizer"
+        else module_get(name, **minimal_arguments(kind, name))
+    )
     assert registry.name_of(by_module) == name
 
 
@@ -184,8 +189,8 @@ def test_an_unknown_name_raises_a_value_error_naming_the_argument(kind):
 @pytest.mark.parametrize("kind, name", cases("score"))
 def test_a_score_steps_as_it_scores(kind, name):
     layer = build(kind, name)
-    query = rng(1).normal(size=(B, T, D_IN)).astype("float32")
-    keys = rng(2).normal(size=(B, S, D_IN)).astype("float32")
+    query = keras.ops.convert_to_tensor(rng(1).normal(size=(B, T, D_IN)).astype("float32"))
+    keys = keras.ops.convert_to_tensor(rng(2).normal(size=(B, S, D_IN)).astype("float32"))
     layer.build_for((None, T, D_IN), (None, S, D_IN))
     full = to_numpy(layer.score(query, keys))
     assert full.shape == (B, T, S) and np.all(np.isfinite(full))
@@ -205,7 +210,9 @@ def test_a_normalizer_name_round_trips(kind, name):
     assert normalizers.REGISTRY.name_of(normalizers.get(name)) == name
 
 
-@pytest.mark.parametrize("kind, name", cases("normalizer", contract="normalizer_function_round_trip"))
+@pytest.mark.parametrize(
+    "kind, name", cases("normalizer", contract="normalizer_function_round_trip")
+)
 def test_a_normalizer_function_round_trips(kind, name):
     function = normalizers.get(name)
     config = json.loads(json.dumps(normalizers.serialize(function)))
@@ -408,6 +415,16 @@ def test_the_same_seed_gives_the_same_tokens(kind, name):
     table = random_table(6, scale=0.5)
     first = decode(name, table, seed=11)
     np.testing.assert_array_equal(decode(name, table, seed=11).tokens, first.tokens)
+
+
+@pytest.mark.parametrize("kind, name", cases("sampler"))
+def test_a_sampler_config_holds_every_constructor_argument(kind, name):
+    """`Sampler.get_config` must return the constructor arguments (the base class's rule)."""
+    sampler = build(kind, name)
+    config = samplers.serialize(sampler)["config"]
+    assert set(config) == set(samplers.arguments(name)), (config, samplers.arguments(name))
+    for key, value in minimal_arguments(kind, name).items():
+        assert config[key] == value, (key, config[key], value)
 
 
 @pytest.mark.parametrize("kind, name", cases("sampler"))

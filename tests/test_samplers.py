@@ -108,8 +108,11 @@ def test_generate_takes_no_sampler_arguments_of_its_own():
     for option in ("k", "p", "beam_width", "temperature", "length_penalty", "strategy"):
         with pytest.raises(TypeError, match=rf"unexpected keyword argument '{option}'"):
             generate(model, [[1]], 2, **{option: 1})
-    with pytest.raises(ValueError, match=r"top_k needs k.*Received: k=None"):
-        generate(model, [[1]], 2, sampler="top_k")  # a name builds with defaults: k has none
+    # a name builds the sampler with its defaults (k=5, as keras-hub's)
+    by_name = generate(model, [[1]] * 4, 3, sampler="top_k", seed=2)
+    by_default = generate(model, [[1]] * 4, 3, sampler=samplers.TopKSampler(5), seed=2)
+    np.testing.assert_array_equal(by_name.tokens, by_default.tokens)
+    assert samplers.REGISTRY.defaults("top_p") == {"p": 0.9, "temperature": 1.0}
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,7 @@ def decode(
         ]
         return np.concatenate(parts)
     result = generate(
-        model, prompts, max_length, sampler=gen_cfg.sampler(), seed=gen_cfg.seed, **token_ids
+        model, prompts, max_length, sampler=gen_cfg.build_sampler(), seed=gen_cfg.seed, **token_ids
     )
     return np.asarray(result.tokens)
 

@@ -58,12 +58,10 @@ class ServingModel(keras.Model):
             options = card["generate"]
             self.max_length = int(options["max_length"])
             self.start_id, self.end_id = card.get("start_id"), card.get("end_id")
-            arguments = {}
-            if sampler == "beam":
-                arguments = {
-                    "beam_width": int(beam_width or options["beam_width"]),
-                    "length_penalty": float(options["length_penalty"]),
-                }
+            # the card's value of every argument this sampler takes (`beam_width` overridden)
+            arguments = {key: options[key] for key in samplers.arguments(sampler) if key in options}
+            if beam_width is not None:
+                arguments["beam_width"] = int(beam_width)
             self.sampler = samplers.get(sampler, len(card["output"]["tokens"]), **arguments)
         self.built = True  # the trained model is built; nothing of its own to build
 

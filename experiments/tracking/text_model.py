@@ -23,8 +23,10 @@ record per string:
 
 Generation takes `params` (declared in the model signature): `sampler` (a
 name of `keras_attn_rnn.samplers.names()`, greedy by default),
-`max_length`, `beam_width`, `temperature`, `k`, `p`, `length_penalty` and
-`seed`; their defaults are the run's `generate` section. Bad input or
+`max_length`, `seed`, and every argument of the registered samplers
+(`temperature`, `k`, `p`, `beam_width`, `length_penalty`, ...); their
+defaults are the run's `generate.sampler` and the samplers' own defaults,
+and the chosen sampler takes the ones it has. Bad input or
 params raise `MlflowException(INVALID_PARAMETER_VALUE)`, which the scoring
 server answers with HTTP 400 and the message.
 """

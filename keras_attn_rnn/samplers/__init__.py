@@ -84,7 +84,7 @@ def get(identifier, vocabulary_size=None, **kwargs):
                 f"of sampler={identifier!r}, which takes {list(arguments(identifier))}. "
                 f"Received: {', '.join(f'{key}={kwargs[key]!r}' for key in unknown)}"
             )
-        cls.check_arguments(kwargs, vocabulary_size)
+        cls.check_arguments({**REGISTRY.defaults(identifier), **kwargs}, vocabulary_size)
         return cls(**kwargs)
     sampler = REGISTRY.get(identifier, **kwargs)
     if vocabulary_size is not None:

@@ -11,7 +11,8 @@ class TopKSampler(Sampler):
 
     Args:
         k: how many tokens to sample from, in `[1, V]` (`V` the model's
-            vocabulary size, checked by `generate`).
+            vocabulary size, checked by `generate`); 5 by default, as
+            keras-hub's.
         temperature: divides the logits first; `0` is greedy.
 
     Example:
@@ -27,7 +28,7 @@ class TopKSampler(Sampler):
         Fan et al., 2018, "Hierarchical Neural Story Generation".
     """
 
-    def __init__(self, k, temperature=1.0):
+    def __init__(self, k=5, temperature=1.0):
         self.check_arguments({"k": k, "temperature": temperature})
         super().__init__(temperature)
         self.k = int(k)

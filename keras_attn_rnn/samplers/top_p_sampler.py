@@ -11,7 +11,8 @@ class TopPSampler(Sampler):
     tokens whose probabilities sum to at least `p`.
 
     Args:
-        p: the probability mass of the nucleus, in `(0, 1]`.
+        p: the probability mass of the nucleus, in `(0, 1]`; 0.9 by default
+            (keras-hub's 0.1 keeps little more than the best token).
         temperature: divides the logits first (before the nucleus is cut);
             `0` is greedy.
 
@@ -28,7 +29,7 @@ class TopPSampler(Sampler):
         Holtzman et al., 2020, "The Curious Case of Neural Text Degeneration".
     """
 
-    def __init__(self, p, temperature=1.0):
+    def __init__(self, p=0.9, temperature=1.0):
         self.check_arguments({"p": p, "temperature": temperature})
         super().__init__(temperature)
         self.p = float(p)

@@ -22,6 +22,7 @@ from experiments.config import ExperimentConfig, GenerateConfig
 from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
 from experiments.tasks.vocab import PAD, SPECIALS
+from keras_attn_rnn import samplers
 
 if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
     from matplotlib.figure import Figure
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in anno
 # Version of the text card's layout (`TaskKind.text_card`).
 CARD_FORMAT = 1
 # What the logged models decode with unless asked otherwise.
-GREEDY = GenerateConfig(strategy="greedy")
+GREEDY = GenerateConfig(sampler="greedy")
 
 
 @dataclass
@@ -240,18 +241,18 @@ class TaskKind:
 
 
 def generate_defaults(cfg: ExperimentConfig) -> dict:
-    """The text card's generation defaults: the run's `generate` section, typed for MLflow's
-    params schema (`k` 0 and `p` 1.0 stand for unset)."""
+    """The text card's generation defaults, typed for MLflow's params schema: `max_length`,
+    `seed`, and every argument of every registered sampler, the run's value where its
+    sampler takes it, else the sampler's default (the text model's params; a sampler
+    registered with a new argument gets it here by itself)."""
     g = cfg.generate
-    return {
-        "max_length": int(g.max_length),
-        "beam_width": int(g.beam_width),
-        "temperature": float(g.temperature),
-        "k": int(g.k or 0),
-        "p": float(g.p or 1.0),
-        "length_penalty": float(g.length_penalty),
-        "seed": int(g.seed or 0),
-    }
+    options = {}
+    for name in samplers.names():
+        for key, default in samplers.REGISTRY.defaults(name).items():
+            if key != "num_beams_returned":  # the text model returns one sequence per input
+                options.setdefault(key, default)
+    options.update({key: value for key, value in g.sampler.items() if key != "name"})
+    return {"max_length": int(g.max_length), "seed": int(g.seed or 0), **options}
 
 
 def _raw_text(task: Task, ids) -> str:

@@ -67,10 +67,10 @@ class Seq2Seq(TaskKind):
         }
 
     def test_metrics(self, model, task, split, gen_cfg):
-        """`evaluate`, and with `generate.strategy: beam` also `exact_match_beam` (the
+        """`evaluate`, and with `generate.sampler: beam` also `exact_match_beam` (the
         sampling strategies are random: their exact match is not a test figure)."""
         out = self.evaluate(model, task, split)
-        if gen_cfg.strategy == "beam":
+        if gen_cfg.sampler_name == "beam":
             out["exact_match_beam"] = self.exact_match(model, gen_cfg, split)
         return out
 
