@@ -85,9 +85,16 @@ class Registry:
         return self._members[name]
 
     def arguments(self, name):
-        """The constructor arguments of the class registered under `name`."""
-        parameters = inspect.signature(self.class_for(name).__init__).parameters
-        return tuple(key for key in parameters if key not in ("self", "args", "kwargs"))
+        """The constructor arguments of the class registered under `name` (a layer's own:
+        not Keras' `Layer` arguments such as `name`, `dtype` or `trainable`)."""
+        member = self.class_for(name)
+        parameters = inspect.signature(member.__init__).parameters
+        inherited = ()
+        if isinstance(member, type) and issubclass(member, keras.layers.Layer):
+            inherited = tuple(inspect.signature(keras.layers.Layer.__init__).parameters)
+        return tuple(
+            key for key in parameters if key not in ("self", "args", "kwargs", *inherited)
+        )
 
     def defaults(self, name):
         """`{argument: default}` of the class registered under `name` (those with one)."""
