@@ -56,13 +56,13 @@ def main():
     lm = models.AttentiveLanguageModel(13, embedding_dim=6, units=8)
     seq2seq = models.Seq2Seq(11, 9, embedding_dim=6, units=8, decoder="luong")
     assert tuple(lm(tokens % 13 + 0).shape) == (4, 7, 13)
-    for sampler in samplers.names():
-        options = {"k": 3} if sampler == "top_k" else {"p": 0.9} if sampler == "top_p" else {}
-        out = generation.generate(lm, [[3, 4], [5]], 4, sampler=sampler, seed=1, **options)
-        assert out.tokens.shape[-1] == 4 and out.tokens.min() > 0, (sampler, out.tokens)
-        out = generation.generate(seq2seq, tokens[:2] % 11, 3, sampler=sampler, start_id=1,
-                                  seed=1, **options)  # fmt: skip
-        assert out.tokens.shape[-1] == 3, (sampler, out.tokens)
+    for name in samplers.names():
+        options = {"k": 3} if name == "top_k" else {"p": 0.9} if name == "top_p" else {}
+        sampler = samplers.get(name, **options)
+        out = generation.generate(lm, [[3, 4], [5]], 4, sampler=sampler, seed=1)
+        assert out.tokens.shape[-1] == 4 and out.tokens.min() > 0, (name, out.tokens)
+        out = generation.generate(seq2seq, tokens[:2] % 11, 3, sampler=sampler, start_id=1, seed=1)
+        assert out.tokens.shape[-1] == 3, (name, out.tokens)
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "classifier.keras")
