@@ -263,6 +263,7 @@ def test_beam_defaults_and_bounds():
         ({"num_beams_returned": 0}, "num_beams_returned"),
         ({"length_penalty": float("nan")}, "length_penalty"),
         ({"length_penalty": "1"}, "length_penalty"),
+        ({"length_penalty": True}, "length_penalty"),
         ({"coverage_penalty_weight": float("inf")}, "coverage_penalty_weight"),
         ({"coverage_penalty_weight": -1e-3}, "coverage_penalty_weight"),
     ],
@@ -326,3 +327,10 @@ def test_beam_coverage_skips_padded_source_positions():
     np.testing.assert_array_equal(plain.tokens[0, :, :2], [[3, 6], [2, 6]])
     np.testing.assert_array_equal(padded.tokens, plain.tokens)
     np.testing.assert_allclose(padded.scores, plain.scores, atol=1e-5)
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), True, "1"])
+@pytest.mark.parametrize("name", ["greedy", "sample", "top_k", "top_p"])
+def test_a_temperature_that_is_no_finite_number_is_named(name, temperature):
+    with pytest.raises(ValueError, match=r"temperature must be a finite number\. Received: temp"):
+        samplers.get(name, temperature=temperature)
