@@ -157,6 +157,20 @@ def test_serialize_then_get_or_deserialize_round_trips_the_config(kind, name):
         assert restored.get_config() == member.get_config()
 
 
+@pytest.mark.parametrize("kind, name", cases("score", "mechanism"))
+def test_a_built_member_serializes_without_its_build_config(kind, name):
+    """The owner builds its parts: a config carrying shapes would build them twice."""
+    if kind == "score":
+        member = build(kind, name)
+        member.build_for((None, T, D_IN), (None, S, D_IN))
+    else:
+        (member,) = decoder_for(name).mechanisms
+    assert member.built and "build_config" in keras.saving.serialize_keras_object(member)
+    config = REGISTRIES[kind].serialize(member)
+    assert "build_config" not in config
+    assert REGISTRIES[kind].get(config).get_config() == member.get_config()
+
+
 @pytest.mark.parametrize("kind", sorted(REGISTRIES))
 def test_an_unknown_name_raises_a_value_error_naming_the_argument(kind):
     registry = REGISTRIES[kind]
