@@ -61,24 +61,48 @@ def _show(token):
     return {" ": "␣", "\n": "\\n", "\t": "\\t", "": "∅"}.get(token, token)
 
 
-def attention_image(weights, cell=24, colormap="viridis", max_side=1024, vmax=1.0):
+def attention_image(
+    weights,
+    cell=24,
+    colormap="viridis",
+    max_side=1024,
+    vmax=1.0,
+    source_tokens=None,
+    target_tokens=None,
+):
     """Attention weights as an RGB image, cheaply: a colormap lookup and nearest-neighbour
-    upscaling, no figure (for images logged every epoch; `plot_attention` draws labels).
+    upscaling, with the tokens drawn by Pillow, no figure (for images logged every epoch;
+    `plot_attention` draws a full figure).
 
     Args:
         weights: array-like `(T, S)` (or `(S,)`): row t is the attention of
             step t over the positions.
         cell: pixels per weight along each axis (reduced to fit `max_side`).
         colormap: a matplotlib colormap name.
-        max_side: the longest side in pixels, at most.
+        max_side: the longest side of the grid in pixels, at most.
         vmax: the weight drawn brightest (0 is darkest). The default 1.0 is
             one scale for every image, so the steps of a stepped image
             compare like with like (uniform attention is dark, a sharp one
             bright); `None` scales by the weights' own maximum, as
             `plot_attention` does.
+        source_tokens: optional labels of the columns (the attended
+            positions), written above the grid; as in `plot_attention`,
+            labels past the last column are left out.
+        target_tokens: optional labels of the rows, written left of the grid.
+            Where a cell is smaller than the text, every k-th label is drawn.
 
     Returns:
-        uint8 `(T * cell, S * cell, 3)`.
+        uint8 `(T * cell, S * cell, 3)` without labels; with labels, the grid
+        sits at the bottom right of a white margin holding them.
+
+    Example:
+
+    >>> from keras_attn_rnn.plotting import attention_image
+    >>> attention_image([[0.9, 0.1], [0.2, 0.8]], cell=4).shape
+    (8, 8, 3)
+    >>> labelled = attention_image([[0.9, 0.1]], source_tokens=["a", "b"], target_tokens=["B"])
+    >>> labelled.shape[0] > 24 and labelled.shape[1] > 48
+    True
     """
     from matplotlib import colormaps
 
@@ -94,4 +118,47 @@ def attention_image(weights, cell=24, colormap="viridis", max_side=1024, vmax=1.
     top = float(weights.max()) if vmax is None else float(vmax)
     scaled = weights / max(1e-6, top)
     rgb = colormaps[colormap](np.clip(scaled, 0.0, 1.0), bytes=True)[..., :3]
-    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
+    grid = np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
+    if source_tokens is None and target_tokens is None:
+        return grid
+    rows, cols = weights.shape
+    return _with_labels(
+        grid, cell, list(source_tokens or [])[:cols], list(target_tokens or [])[:rows]
+    )
+
+
+def _with_labels(grid, cell, source_tokens, target_tokens, longest=12):
+    """`grid` on a white canvas with column labels above (rotated) and row labels left."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    size = 11
+    try:
+        font = ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1: the fixed bitmap font
+        font = ImageFont.load_default()
+
+    def text_of(token):
+        text = _show(str(token))
+        return text if len(text) <= longest else text[: longest - 1] + "…"
+
+    def width_of(texts):
+        return max((int(font.getlength(t)) for t in texts), default=0)
+
+    columns, rows = [text_of(t) for t in source_tokens], [text_of(t) for t in target_tokens]
+    every = max(1, -(-(size + 2) // cell))  # labels at least a line apart
+    left, above = (width_of(texts) + 6 if texts else 0 for texts in (rows, columns))
+    height, width = grid.shape[:2]
+    canvas = Image.new("RGB", (left + width, above + height), "white")
+    canvas.paste(Image.fromarray(grid), (left, above))
+    draw = ImageDraw.Draw(canvas)
+    for i in range(0, len(rows), every):
+        y = above + i * cell + (cell - size) // 2
+        draw.text((left - 3 - font.getlength(rows[i]), y), rows[i], fill="black", font=font)
+    if columns:
+        strip = Image.new("RGB", (above, width), "white")  # drawn lying down, then turned
+        lying = ImageDraw.Draw(strip)
+        for j in range(0, len(columns), every):
+            y = width - (j * cell + (cell + size) // 2)
+            lying.text((3, y), columns[j], fill="black", font=font)
+        canvas.paste(strip.transpose(Image.Transpose.ROTATE_270), (left, 0))
+    return np.asarray(canvas)

@@ -7,6 +7,7 @@ import math
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from experiments_helpers import (
     LEGACY_METRICS,
@@ -21,6 +22,7 @@ from experiments_helpers import (
     write_config,
     write_text_dataset,
 )
+from PIL import Image
 
 from experiments.commands import main
 from experiments.tracking.tracker import ARTIFACT_THREAD
@@ -216,6 +218,16 @@ def test_runs_are_worth_reviewing(name, store, tmp_path):
     assert image_steps(files) == {"attention_probe_0": {0, 1, 2}, "attention_probe_1": {0, 1, 2}}
     assert {"heatmaps/final/probe_0.png", "heatmaps/final/probe_1.png"} <= files
     assert not any(path.startswith("heatmaps/epoch") for path in files)
+    # every step of a stepped image carries the probe's tokens: a white margin with dark text
+    (step_image,) = [
+        p
+        for p in files
+        if p.startswith("images/attention_probe_0+step+2+") and "compressed" not in p
+    ]
+    pixels = np.asarray(
+        Image.open(mlflow.MlflowClient(store).download_artifacts(run.info.run_id, step_image))
+    )
+    assert (pixels[0, 0] == 255).all() and (pixels[:, :8] < 128).any(), pixels.shape
     if name == "textcls":
         page = mlflow.MlflowClient(store).download_artifacts(run.info.run_id, "probes.html")
         text = Path(page).read_text(encoding="utf-8")

@@ -429,6 +429,28 @@ def test_attention_image_uses_one_scale_for_every_step():
         attention_image(np.zeros((2, 2, 2)))
 
 
+def test_attention_image_draws_the_tokens_beside_the_same_grid():
+    from keras_attn_rnn.plotting import attention_image
+
+    weights = np.random.default_rng(0).dirichlet(np.ones(5), size=3)
+    grid = attention_image(weights, cell=20)
+    labelled = attention_image(
+        weights, cell=20, source_tokens=list("abcde") + ["extra"], target_tokens=["x", "y", "z"]
+    )
+    height, width = grid.shape[:2]
+    assert labelled.shape[0] > height and labelled.shape[1] > width
+    np.testing.assert_array_equal(labelled[-height:, -width:], grid)  # the grid, bottom right
+    top, left = labelled[:-height, -width:], labelled[-height:, :-width]
+    assert (top < 128).any() and (left < 128).any()  # dark text on the white margins
+    assert (labelled[:-height, :-width] == 255).all()  # the corner stays blank
+    # each column's label is drawn over its own column
+    for column in range(5):
+        strip = top[:, column * 20 + 4 : column * 20 + 16]
+        assert (strip < 128).any(), column
+    only_rows = attention_image(weights, cell=20, target_tokens=["x", "y", "z"])
+    assert only_rows.shape[0] == height and only_rows.shape[1] > width
+
+
 def test_plot_attention_of_a_model():
     from keras_attn_rnn.plotting import plot_attention
 

@@ -159,11 +159,16 @@ def image_key(probe: str) -> str:
 
 def log_attention_images(tracker, model, task, step: int) -> None:
     """Every probe's attention at this epoch as one step of its stepped image (`attention_probe_0`):
-    the run's chart view shows a slider over the epochs. Rendered from the array (no figure);
-    the upload runs on the tracker's artifact thread."""
+    the run's chart view shows a slider over the epochs. Rendered from the array with the tokens
+    drawn beside it (Pillow, no figure); the upload runs on the tracker's artifact thread."""
     heatmaps = task.kind.probe_heatmaps(model, task, step)
     images = {
-        image_key(name): plotting.attention_image(kwargs["weights"]) for name, kwargs in heatmaps
+        image_key(name): plotting.attention_image(
+            kwargs["weights"],
+            source_tokens=kwargs["source_tokens"],
+            target_tokens=kwargs["target_tokens"],
+        )
+        for name, kwargs in heatmaps
     }
     tracker.submit(_log_images, tracker, images, step)
 
