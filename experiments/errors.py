@@ -65,6 +65,10 @@ class Offline(Exception):
     """Internal to tracking: the server did not answer after retries (the call is spooled)."""
 
 
+class ServerFailed(Exception):
+    """A server the CLI started (`serve`) exited or did not answer in time."""
+
+
 class Exit(NamedTuple):
     """How `main` reports one kind of error: exit code and message prefix."""
 
@@ -84,6 +88,7 @@ EXITS: dict[type[Exception], Exit] = {
     RunFailed: Exit(EXIT_RUN_FAILED, "error: run failed"),
     CorruptData: Exit(EXIT_RUN_FAILED, "error"),
     RunLocked: Exit(EXIT_LOCKED, "error"),
+    ServerFailed: Exit(EXIT_RUN_FAILED, "error"),
 }
 
 

@@ -465,6 +465,58 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
 
 
 @pytest.mark.slow
+def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
+    """`python -m experiments serve RUN_ID` from a shell whose PATH lacks the venv (the
+    README's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
+    entry = trained["runs"]["reverse"]
+    port = free_port()
+    env = {**_fresh_env(), "MLFLOW_TRACKING_URI": trained["store"], "PATH": "/usr/bin:/bin"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the runner, not installed
+    command = [sys.executable, "-m", "experiments", "serve", entry["run_id"]]
+    process = subprocess.Popen(
+        command + ["--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+    )
+    output = []
+    try:
+        deadline = time.monotonic() + 150
+        while not any(line.startswith("curl -s") for line in output):
+            line = process.stdout.readline()
+            assert line and time.monotonic() < deadline, "".join(output)[-3000:]
+            output.append(line)
+        url = f"http://127.0.0.1:{port}/invocations"
+        assert any(url in line for line in output), output
+        status, body = _post(url, {"inputs": ["abc"]})
+        assert status == 200, body
+        _assert_records(body["predictions"], _expected_records(entry, ["abc"]))
+        process.send_signal(signal.SIGINT)  # Ctrl+C
+        assert process.wait(timeout=60) == 0, "".join(output)[-3000:]
+        with pytest.raises(OSError):  # the server's workers are gone too
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stdout.close()
+
+
+def test_serve_command_refuses_an_unknown_run_before_starting_anything(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", migrated_store(tmp_path))
+    assert main(["serve", "no-such-run", "--dry-run"]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "run_id: no run 'no-such-run'" in err, err
+    assert main(["serve", "x", "--port", "0"]) == EXIT_CONFIG
+    assert "--port: expected 1 to 65535. Received: --port=0" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_export_keras_writes_a_loadable_copy_and_refuses_bad_requests(trained, tmp_path, capsys):
     entry = trained["runs"]["reverse"]
     run_id = entry["run_id"]

@@ -19,9 +19,9 @@ import argparse
 import sys
 
 from experiments import errors, interrupts, native_logs
-from experiments.commands import bench, export, listing, resume, run, sweep, sync, ui
+from experiments.commands import bench, export, listing, resume, run, serve, sweep, sync, ui
 
-COMMANDS = (run, sweep, resume, ui, listing, bench, sync, export)
+COMMANDS = (run, sweep, resume, ui, serve, listing, bench, sync, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,152 @@
+"""`serve RUN_ID [--model text_model|model] [--port P] [--host H]`: a run's model over HTTP.
+
+Starts `mlflow models serve` from this environment (its `uvicorn` first on `PATH`,
+`--env-manager local`, the project's tracking store), waits until the server answers
+`/ping`, prints the URL and a `curl` line, and stops the server and its workers on
+Ctrl+C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from experiments import errors
+from experiments.commands.ui import LOCAL_HOSTS, stop_group
+
+# What each --model serves: the tag holding its URI, and an example request.
+MODELS = {
+    "text_model": ("text_model_uri", {"inputs": ["abcde"]}),
+    "model": ("model_uri", {"inputs": [[1, 5, 6, 2]]}),
+}
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="serve a run's model over HTTP (mlflow models serve) on 127.0.0.1"
+    )
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument(
+        "--model",
+        default="text_model",
+        choices=tuple(MODELS),
+        help="text_model: raw strings in, text out (default); model: the Keras model, token ids in",
+    )
+    parser.add_argument("--port", type=int, default=5001)
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default 127.0.0.1; 0.0.0.0 exposes the model to the network)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds to wait for the server to answer"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the command only")
+    parser.set_defaults(handler=handle)
+
+
+def serve_command(model_uri: str, port: int, host: str) -> list[str]:
+    """The `mlflow models serve` command line, run by this environment's Python."""
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "models",
+        "serve",
+        "-m",
+        model_uri,
+        "--env-manager",
+        "local",
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
+
+
+def serve_env(tracking_uri: str) -> dict:
+    """This environment's scripts first on `PATH` (MLflow starts `uvicorn` from there),
+    and the store the model URI points into."""
+    scripts = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
+        "MLFLOW_TRACKING_URI": tracking_uri,
+    }
+
+
+def model_uri(run_id: str, model: str) -> str:
+    """The URI of the run's `model`; a `ConfigError` naming RUN_ID when there is none."""
+    from experiments.tracking import store
+
+    tag, _ = MODELS[model]
+    run = store.get_run(store.connect(), run_id)
+    uri = run.data.tags.get(tag)
+    if not uri:
+        raise errors.ConfigError(
+            f"RUN_ID: run {run_id} has no logged {model} (no {tag} tag: it ran with "
+            "tracking.log_model=false, did not finish, or predates logged models)"
+        )
+    if uri.startswith("spooled:"):
+        raise errors.ConfigError(
+            f"RUN_ID: the {model} of run {run_id} is still in its local spool; upload it "
+            f"with `python -m experiments sync {run_id}` first"
+        )
+    return uri
+
+
+def handle(args) -> int:
+    """Serve until interrupted; the server's whole process group is stopped on the way out."""
+    from experiments.tracking import store
+
+    if not 0 < args.port < 65536:
+        raise errors.ConfigError(f"--port: expected 1 to 65535. Received: --port={args.port}")
+    uri = model_uri(args.run_id, args.model)
+    command = serve_command(uri, args.port, args.host)
+    print(" ".join(command))
+    if args.dry_run:
+        return 0
+    if args.host not in LOCAL_HOSTS:
+        print(f"warning: the model will accept connections on {args.host}", file=sys.stderr)
+    child = subprocess.Popen(command, env=serve_env(store.tracking_uri()), start_new_session=True)
+    try:
+        base = f"http://{'127.0.0.1' if args.host == '0.0.0.0' else args.host}:{args.port}"
+        _wait_until_up(child, f"{base}/ping", args.timeout)
+        _, example = MODELS[args.model]
+        print(f"serving {uri} at {base}/invocations (Ctrl+C to stop)")
+        print(
+            f"curl -s {base}/invocations -H 'Content-Type: application/json' "
+            f"-d '{json.dumps(example)}'",
+            flush=True,
+        )
+        return child.wait()
+    except KeyboardInterrupt as err:  # Ctrl+C; SIGTERM (errors.Terminated) goes on to main
+        if isinstance(err, errors.Terminated):
+            raise
+        return 0
+    finally:
+        stop_group(child)
+
+
+def _wait_until_up(child: subprocess.Popen, ping: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if child.poll() is not None:
+            raise errors.ServerFailed(
+                f"mlflow models serve exited with {child.returncode} before answering "
+                f"{ping} (its output is above)"
+            )
+        try:
+            with urllib.request.urlopen(ping, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise errors.ServerFailed(f"the server did not answer {ping} within {timeout:.0f} s")
+        time.sleep(0.5)
