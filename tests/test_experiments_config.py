@@ -256,6 +256,18 @@ def test_ui_binds_localhost_on_the_store(tmp_path, monkeypatch, capsys):
     assert main(["ui", "--dry-run", "--port", "5123"]) == 0
     out = capsys.readouterr().out
     assert "--host 127.0.0.1" in out and "--port 5123" in out and store_uri(tmp_path) in out
+    # on the model-training view, not MLflow 3's GenAI default
+    assert "http://127.0.0.1:5123/#/?workflowType=machine_learning" in out
+
+
+def test_experiments_are_created_as_model_training(tmp_path, monkeypatch):
+    from experiments.tracking import store
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", migrated_store(tmp_path))
+    client = store.connect()
+    experiment = client.get_experiment(store.experiment_id(client, "mine"))
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert store.experiment_id(client, "mine") == experiment.experiment_id  # found, not remade
 
 
 def test_parser_has_all_commands_and_requires_one():

@@ -22,7 +22,7 @@ from pathlib import Path
 import mlflow
 from playwright.sync_api import sync_playwright
 
-from experiments.commands.ui import ui_command
+from experiments.commands.ui import ui_command, ui_url
 from experiments.tracking import store
 from experiments.tracking.server import check_server
 
@@ -123,7 +123,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    base = f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+    route = f"experiments/{experiment_id}/runs/{run_id}"
+
+    def base(tab: str = "") -> str:
+        return ui_url("127.0.0.1", port, route + tab)
+
     server = subprocess.Popen(
         ui_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -132,13 +136,13 @@ def main(argv=None) -> int:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1300})
-            open_page(page, base, "About this run")
+            open_page(page, base(), "About this run")
             save(page, out / "run_overview.png")
             small = browser.new_page(viewport={"width": 640, "height": 560})
             attention_slider(
-                small, f"{base}/model-metrics", out / "attention_slider.png", [0, 1, last]
+                small, base("/model-metrics"), out / "attention_slider.png", [0, 1, last]
             )
-            open_page(page, f"{base}/system-metrics", "System metrics")
+            open_page(page, base("/system-metrics"), "System metrics")
             save(page, out / "system_metrics.png")
             browser.close()
     finally:

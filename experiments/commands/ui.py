@@ -46,6 +46,17 @@ def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
+# MLflow 3's UI opens on its GenAI workspace (traces, judges, prompts); this query switches it
+# to model training (runs, charts, models), and the browser keeps the choice.
+MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
+
+
+def ui_url(host: str, port: int, route: str = "") -> str:
+    """The UI's address on `route` (e.g. `experiments/1`), on the model-training view."""
+    shown = "127.0.0.1" if host == "0.0.0.0" else host
+    return f"http://{shown}:{port}/#/{route}{MODEL_TRAINING_VIEW}"
+
+
 def handle(args) -> int:
     """Serve the store until interrupted (Ctrl+C or SIGTERM: the UI and its workers stop too)."""
     from experiments.tracking import store
@@ -55,11 +66,12 @@ def handle(args) -> int:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)
     print(" ".join(command))
     if args.dry_run:
+        print(f"it would open on {ui_url(args.host, args.port)}")
         return 0
     folder = store.local_store_dir(store.tracking_uri())
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-    print(f"MLflow UI on http://{args.host}:{args.port} (Ctrl+C to stop)")
+    print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)")
     # Its own process group: `mlflow ui` runs the web server as its child, and the whole
     # group is stopped however this process is asked to stop.
     child = subprocess.Popen(command, start_new_session=True)

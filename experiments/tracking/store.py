@@ -65,14 +65,20 @@ def get_run(client, run_id: str):
         raise ConfigError(f"run_id: no run {run_id!r} in {tracking_uri()} ({err})") from None
 
 
+# The MLflow UI opens an experiment of this kind on its model-training view (runs, charts,
+# models), not on the GenAI one (traces, judges, prompts).
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def experiment_id(client, name: str) -> str:
-    """Id of experiment `name`, created with artifacts beside a local store."""
+    """Id of experiment `name`, created with artifacts beside a local store and tagged as
+    model training (`EXPERIMENT_KIND`)."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
     folder = local_store_dir(tracking_uri())
     location = (folder / "artifacts").as_uri() if folder is not None else None
-    return client.create_experiment(name, artifact_location=location)
+    return client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
 
 
 def checkpoint_root(cfg) -> Path:
