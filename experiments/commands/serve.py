@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from experiments import errors
-from experiments.commands.ui import LOCAL_HOSTS, stop_group
+from experiments.commands.ui import LOCAL_HOSTS, reachable_host, run_in_group
 
 # What each --model serves: the tag holding its URI, and an example request.
 MODELS = {
@@ -113,24 +113,19 @@ def handle(args) -> int:
         return 0
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the model will accept connections on {args.host}", file=sys.stderr)
-    child = subprocess.Popen(command, env=serve_env(store.tracking_uri()), start_new_session=True)
-    try:
-        base = f"http://{'127.0.0.1' if args.host == '0.0.0.0' else args.host}:{args.port}"
+    base = f"http://{reachable_host(args.host)}:{args.port}"
+    _, example = MODELS[args.model]
+
+    def announce_when_up(child: subprocess.Popen) -> None:
         _wait_until_up(child, f"{base}/ping", args.timeout)
-        _, example = MODELS[args.model]
         print(f"serving {uri} at {base}/invocations (Ctrl+C to stop)")
         print(
             f"curl -s {base}/invocations -H 'Content-Type: application/json' "
             f"-d '{json.dumps(example)}'",
             flush=True,
         )
-        return child.wait()
-    except KeyboardInterrupt as err:  # Ctrl+C; SIGTERM (errors.Terminated) goes on to main
-        if isinstance(err, errors.Terminated):
-            raise
-        return 0
-    finally:
-        stop_group(child)
+
+    return run_in_group(command, serve_env(store.tracking_uri()), announce_when_up)
 
 
 def _wait_until_up(child: subprocess.Popen, ping: str, timeout: float) -> None:

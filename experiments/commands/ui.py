@@ -51,10 +51,14 @@ def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
 MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
 
 
+def reachable_host(host: str) -> str:
+    """The address a local client reaches a server bound to `host` on (all interfaces: 127.0.0.1)."""
+    return "127.0.0.1" if host == "0.0.0.0" else host
+
+
 def ui_url(host: str, port: int, route: str = "") -> str:
     """The UI's address on `route` (e.g. `experiments/1`), on the model-training view."""
-    shown = "127.0.0.1" if host == "0.0.0.0" else host
-    return f"http://{shown}:{port}/#/{route}{MODEL_TRAINING_VIEW}"
+    return f"http://{reachable_host(host)}:{port}/#/{route}{MODEL_TRAINING_VIEW}"
 
 
 def handle(args) -> int:
@@ -72,12 +76,20 @@ def handle(args) -> int:
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)")
-    # Its own process group: `mlflow ui` runs the web server as its child, and the whole
-    # group is stopped however this process is asked to stop.
-    child = subprocess.Popen(command, start_new_session=True)
+    return run_in_group(command)
+
+
+def run_in_group(command: list[str], env: dict | None = None, started=None) -> int:
+    """Run `command` in its own process group until it exits or Ctrl+C (then 0); call
+    `started(child)` first, if given. The MLflow servers run their web workers as children,
+    so the whole group is stopped however this process is asked to stop (SIGTERM,
+    `errors.Terminated`, goes on to `main`)."""
+    child = subprocess.Popen(command, env=env, start_new_session=True)
     try:
+        if started is not None:
+            started(child)
         return child.wait()
-    except KeyboardInterrupt as err:  # Ctrl+C; SIGTERM (errors.Terminated) goes on to main
+    except KeyboardInterrupt as err:  # Ctrl+C
         if isinstance(err, errors.Terminated):
             raise
         return 0
