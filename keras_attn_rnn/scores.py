@@ -10,6 +10,10 @@ once per memory and reused by every query (and every decoder step):
 `score(query, keys)` chains the three; `score_step(query, prepared_keys)` scores
 a decoder step's `(B, d_q)` query. `build(query_shape, keys_shape)` creates
 only the weights the score needs, named after their role.
+
+The additive core `v . tanh(q W_q + k W_k [+ ...])` is written once, in
+`additive_energy` (with `add_projections` and `additive_step`): `Additive` and
+the mechanisms that add a term of their own inside the tanh compose it.
 """
 
 import math
@@ -203,12 +207,7 @@ class Additive(Score):
     def build(self, query_shape, keys_shape):
         super().build(query_shape, keys_shape)
         units = self.units or keys_shape[-1]
-        self.query_kernel = self.add_weight(
-            name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
-        )
-        self.key_kernel = self.add_weight(
-            name="key_kernel", shape=(keys_shape[-1], units), initializer="glorot_uniform"
-        )
+        add_projections(self, query_shape[-1], keys_shape[-1], units)
         self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
         if self.normalize:
             self.g = self.add_weight(
@@ -230,11 +229,49 @@ class Additive(Score):
         return v
 
     def pairwise(self, query, keys):
-        hidden = ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(keys, -3))
-        return energy(hidden, self._v())
+        return additive_energy(self._v(), ops.expand_dims(query, -2), ops.expand_dims(keys, -3))
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "normalize": self.normalize}
+
+
+# The additive core: `Additive` and the mechanisms that add a term inside its tanh
+# (`CoverageAttention`, `LocationSensitiveAttention`) compose these.
+
+
+def add_projections(layer, query_dim, key_dim, units):
+    """Adds the additive core's `query_kernel (d_q, units)` and `key_kernel (d_k, units)` to
+    `layer`, the first two of its weights (saved files hold them in that order)."""
+    layer.query_kernel = layer.add_weight(
+        name="query_kernel", shape=(query_dim, units), initializer="glorot_uniform"
+    )
+    layer.key_kernel = layer.add_weight(
+        name="key_kernel", shape=(key_dim, units), initializer="glorot_uniform"
+    )
+
+
+def additive_energy(v, *terms):
+    """`v . tanh(term_1 + term_2 + ...)`, the additive (Bahdanau) core.
+
+    The terms are projections that broadcast to `(..., U)`: the query's `q W_q`, the keys'
+    `k W_k [+ b]` and any feature a mechanism adds inside the tanh (a coverage or location
+    term); they are summed in the order given. Returns `(...)`.
+    """
+    hidden = terms[0]
+    for term in terms[1:]:
+        hidden = hidden + term
+    return energy(ops.tanh(hidden), v)
+
+
+def additive_step(query, query_kernel, prepared_keys, v, *features):
+    """One decoder step of the core: `query (B, d_q)` against the prepared keys `(B, Tv, U)`
+    and the `features (B, Tv, U)` -> `(B, Tv)`.
+
+    The query is projected while it is `(B, d_q)` and gains its axis after (see
+    `Score.score_step`).
+    """
+    query = ops.expand_dims(ops.matmul(query, query_kernel), 1)
+    return additive_energy(v, query, prepared_keys, *features)
 
 
 def energy(hidden, v):

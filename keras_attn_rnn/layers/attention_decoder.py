@@ -4,7 +4,7 @@ import keras
 from keras import ops, tree
 
 from keras_attn_rnn import _keras_compat, checks, masking, mechanisms, normalizers, scores
-from keras_attn_rnn.layers import _common, _decoder_cells
+from keras_attn_rnn.layers import _common, _decoder_cells, _decoder_state, _decoder_step
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -278,53 +278,14 @@ class AttentionDecoder(keras.layers.Layer):
 
     # --------------------------------------------------------------- the step
 
-    def _cell_maths(self):
-        """The cell's step maths (`fast_path` may be set to None to call the cell itself)."""
-        return _decoder_cells.cell_maths(
+    def _decoder_step(self):
+        """The step maths (set `fast_path` to None to have the cell called as is)."""
+        cell_maths = _decoder_cells.cell_maths(
             self.cell, self.fast_path, self.input_dim, self.input_feeding
         )
-
-    def _attend(self, cell_output, attention_state, keys, memory, memory_mask, training):
-        """Every mechanism's alignments and attention: `(attention, alignments, states)`."""
-        attentions, alignments, states = [], [], []
-        for mechanism, layer, state, prepared in zip(
-            self.mechanisms, self.attention_layers, attention_state, keys
-        ):
-            weights, state = mechanism.call(
-                cell_output, prepared, memory, memory_mask, state, training=training
-            )
-            context = ops.squeeze(
-                ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
-            )
-            if layer is not None:
-                context = layer(ops.concatenate([cell_output, context], axis=-1))
-            attentions.append(context)
-            alignments.append(weights)
-            states.append(state)
-        attention = attentions[0] if len(attentions) == 1 else ops.concatenate(attentions, -1)
-        return attention, alignments, states
-
-    def _step(self, maths, x, state, memory, weights, training):
-        """One step: `(output, alignments, new state)`; `state` holds the cell state, attention
-        and mechanism states, `memory` is `(keys, memory, memory_mask)`."""
-        cell_output, cell_state = maths.step(
-            x, state["cell_state"], state["attention"], weights, training
+        return _decoder_step.DecoderStep(
+            cell_maths, self.mechanisms, self.attention_layers, self.output_attention
         )
-        attention, alignments, attention_state = self._attend(
-            cell_output, state["attention_state"], *memory, training
-        )
-        output = self._output(cell_output, attention)
-        new_state = {
-            "cell_state": cell_state,
-            "attention": attention,
-            "attention_state": attention_state,
-        }
-        return output, alignments, new_state
-
-    def _output(self, cell_output, attention):
-        if self.output_attention == "both":
-            return ops.concatenate([ops.cast(cell_output, attention.dtype), attention], axis=-1)
-        return attention if self.output_attention else cell_output
 
     @property
     def output_size(self):
@@ -335,46 +296,17 @@ class AttentionDecoder(keras.layers.Layer):
 
     # -------------------------------------------------------------- the state
 
-    def _zero_cell_state(self, batch_size):
-        get_initial_state = getattr(self.cell, "get_initial_state", None)
-        if get_initial_state is not None:
-            state = get_initial_state(batch_size=batch_size)
-        else:
-            state = [
-                ops.zeros((batch_size, d), dtype=self.cell.compute_dtype)
-                for d in tree.flatten(self.cell.state_size)
-            ]
-        return list(state) if tree.is_nested(state) else [state]
-
-    def _cell_initial_state(self, batch_size, cell_state):
-        default = self._zero_cell_state(batch_size)
-        if cell_state is None:
-            return default
-        flat = tree.flatten(cell_state)
-        sizes = tree.flatten(self.cell.state_size)
-        shapes = [tuple(s.shape) for s in flat]
-        if len(flat) != len(sizes) or any(len(s) != 2 or s[-1] != d for s, d in zip(shapes, sizes)):
-            raise ValueError(
-                f"initial_state must match the cell's state_size {list(sizes)}: "
-                f"{len(sizes)} tensor(s) of shape (batch, size). "
-                f"Received: initial_state with shapes {shapes}"
-            )
-        flat = [ops.cast(s, self.cell.compute_dtype) for s in flat]
-        return tree.pack_sequence_as(default, flat)
-
     def _initial_state(self, memory, memory_mask, cell_state):
         """The loop state before the first step, and the keys every step reads."""
-        batch_size = ops.shape(memory)[0]
-        keys = [mechanism.prepare_keys(memory) for mechanism in self.mechanisms]
-        state = {
-            "cell_state": self._cell_initial_state(batch_size, cell_state),
-            "attention": ops.zeros((batch_size, self.attention_size), dtype=self.compute_dtype),
-            "attention_state": [
-                mechanism.initial_state(k, memory_mask)
-                for mechanism, k in zip(self.mechanisms, keys)
-            ],
-        }
-        return state, keys
+        return _decoder_state.initial_state(
+            self.cell,
+            self.mechanisms,
+            self.attention_size,
+            self.compute_dtype,
+            memory,
+            memory_mask,
+            cell_state,
+        )
 
     def _check_built(self, method):
         if not self.built:
@@ -400,11 +332,16 @@ class AttentionDecoder(keras.layers.Layer):
     def step(self, inputs, state, training=False):
         """One decoder step: `(x_t, state) -> (output, state, alignments)`."""
         self._check_built("step")
-        maths = self._cell_maths()
-        x = maths.project_inputs(ops.cast(inputs, self.compute_dtype))
-        memory = (state["keys"], state["memory"], state["memory_mask"])
-        output, alignments, new_state = self._step(
-            maths, x, state, memory, maths.weights(), training
+        decoder_step = self._decoder_step()
+        x = decoder_step.project_inputs(ops.cast(inputs, self.compute_dtype))
+        output, alignments, new_state = decoder_step(
+            x,
+            state,
+            state["keys"],
+            state["memory"],
+            state["memory_mask"],
+            decoder_step.weights(),
+            training,
         )
         return output, {**state, **new_state}, _item_or_list(alignments)
 
@@ -435,9 +372,9 @@ class AttentionDecoder(keras.layers.Layer):
             memory = masking.zero_masked(memory, memory_mask)
 
         state, keys = self._initial_state(memory, memory_mask, initial_state)
-        maths = self._cell_maths()
-        weights = maths.weights()
-        projected = maths.project_inputs(sequence)
+        decoder_step = self._decoder_step()
+        weights = decoder_step.weights()
+        projected = decoder_step.project_inputs(sequence)
         if _common.has_dropout(self.cell):
             first = sequence[:, 0]
             _common.prime_dropout_masks(
@@ -458,19 +395,15 @@ class AttentionDecoder(keras.layers.Layer):
 
         def step_fn(step_input, states):
             x = step_input[:, :-1] if masked else step_input
-            output, alignments, new_state = self._step(
-                maths, x, states[0], (keys, memory, memory_mask), weights, training
+            output, alignments, new_state = decoder_step(
+                x, states[0], keys, memory, memory_mask, weights, training
             )
             if not masked:
                 return (output, *alignments), [new_state]
             real = step_input[:, -1] > 0  # (B,): this step is not padding
-            new_state = tree.map_structure(
-                lambda new, old: ops.where(_per_row(real, new), new, old), new_state, states[0]
+            output, alignments, new_state, last = _decoder_state.carry_padded_rows(
+                real, output, alignments, new_state, states[0], states[1]
             )
-            keep = _per_row(real, output)
-            last = ops.where(keep, output, states[1])
-            output = ops.where(keep, output, ops.zeros_like(output))
-            alignments = [ops.where(keep, a, ops.zeros_like(a)) for a in alignments]
             return (output, *alignments), [new_state, last]
 
         _, (outputs, *alignments), final = _keras_compat.rnn(
@@ -541,11 +474,6 @@ def _layer_sizes(attention_layer_size, count):
     for size in sizes:
         checks.check_positive_int("attention_layer_size", size)
     return sizes
-
-
-def _per_row(keep, like):
-    """A `(B,)` condition shaped to select whole rows of `like` (any rank)."""
-    return ops.reshape(keep, (-1,) + (1,) * (len(like.shape) - 1))
 
 
 def _item_or_list(values):

@@ -1,9 +1,8 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import checks, scores
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
-from keras_attn_rnn.scores import energy
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -56,21 +55,13 @@ class CoverageAttention(Mechanism):
 
     def build(self, query_shape, memory_shape):
         units = self.units
-        self.query_kernel = self.add_weight(
-            name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
-        )
-        self.key_kernel = self.add_weight(
-            name="key_kernel", shape=(memory_shape[-1], units), initializer="glorot_uniform"
-        )
+        scores.add_projections(self, query_shape[-1], memory_shape[-1], units)
         self.coverage_kernel = self.add_weight(
             name="coverage_kernel", shape=(units,), initializer="glorot_uniform"
         )
         self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
         if self.use_bias:
             self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
-
-    def _w(self, variable):
-        return ops.cast(variable, self.compute_dtype)
 
     def prepare_keys(self, memory):
         keys = ops.matmul(memory, self._w(self.key_kernel))
@@ -81,13 +72,13 @@ class CoverageAttention(Mechanism):
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         coverage = state["coverage"]
-        processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)
         covered = ops.expand_dims(ops.cast(coverage, self.compute_dtype), -1) * self._w(
             self.coverage_kernel
         )
-        hidden = ops.tanh(processed_query + prepared_keys + covered)
-        scores = energy(hidden, self._w(self.v))
-        alignments = self.normalize(scores, memory_mask)
+        energies = scores.additive_step(
+            query, self._w(self.query_kernel), prepared_keys, self._w(self.v), covered
+        )
+        alignments = self.normalize(energies, memory_mask)
         return alignments, {"coverage": coverage + alignments}
 
     def get_config(self):

@@ -87,11 +87,9 @@ class LocalPredictiveAttention(Mechanism):
 
     def position(self, query, memory_mask, length):
         """The predicted centre `p_t` `(B,)` float32, in `[start, start + L]`."""
-        hidden = ops.tanh(ops.matmul(query, ops.cast(self.position_kernel, self.compute_dtype)))
+        projected = ops.matmul(query, self._w(self.position_kernel))
         gate = ops.sigmoid(
-            ops.cast(
-                scores.energy(hidden, ops.cast(self.position_v, self.compute_dtype)), "float32"
-            )
+            ops.cast(scores.additive_energy(self._w(self.position_v), projected), "float32")
         )
         if memory_mask is None:
             return ops.cast(length, "float32") * gate

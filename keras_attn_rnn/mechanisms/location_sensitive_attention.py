@@ -1,9 +1,8 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import checks, scores
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
-from keras_attn_rnn.scores import energy
 
 LOCATION_FEATURES = ("previous", "cumulative", "both")
 
@@ -87,12 +86,7 @@ class LocationSensitiveAttention(Mechanism):
 
     def build(self, query_shape, memory_shape):
         units = self.units
-        self.query_kernel = self.add_weight(
-            name="query_kernel", shape=(query_shape[-1], units), initializer="glorot_uniform"
-        )
-        self.key_kernel = self.add_weight(
-            name="key_kernel", shape=(memory_shape[-1], units), initializer="glorot_uniform"
-        )
+        scores.add_projections(self, query_shape[-1], memory_shape[-1], units)
         self.location_kernel = self.add_weight(
             name="location_kernel",
             shape=(self.kernel_size, 2 if self.location_features == "both" else 1, self.filters),
@@ -104,9 +98,6 @@ class LocationSensitiveAttention(Mechanism):
         self.v = self.add_weight(name="v", shape=(units,), initializer="glorot_uniform")
         if self.use_bias:
             self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
-
-    def _w(self, variable):
-        return ops.cast(variable, self.compute_dtype)
 
     def prepare_keys(self, memory):
         keys = ops.matmul(memory, self._w(self.key_kernel))
@@ -130,10 +121,10 @@ class LocationSensitiveAttention(Mechanism):
         return ops.einsum("bsf,fu->bsu", located, self._w(self.location_projection))
 
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
-        processed_query = ops.expand_dims(ops.matmul(query, self._w(self.query_kernel)), 1)
-        hidden = ops.tanh(processed_query + prepared_keys + self.locate(state))
-        scores = energy(hidden, self._w(self.v))
-        alignments = self.normalize(scores, memory_mask)
+        energies = scores.additive_step(
+            query, self._w(self.query_kernel), prepared_keys, self._w(self.v), self.locate(state)
+        )
+        alignments = self.normalize(energies, memory_mask)
         return alignments, {
             "alignments": alignments,
             "cumulative": state["cumulative"] + alignments,

@@ -1,6 +1,7 @@
 """The `Mechanism` base class: how a decoder step turns its query into alignments."""
 
 import keras
+from keras import ops
 
 from keras_attn_rnn import masking, normalizers
 
@@ -36,6 +37,10 @@ class Mechanism(keras.layers.Layer):
         self.normalizer_fn = normalizers.get(normalizer)
         super().__init__(**kwargs)
         self.normalizer = normalizer
+
+    def _w(self, variable):
+        """A weight in the compute dtype (a float32 variable under mixed precision)."""
+        return ops.cast(variable, self.compute_dtype)
 
     def prepare_keys(self, memory):
         return memory

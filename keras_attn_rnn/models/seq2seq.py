@@ -2,12 +2,11 @@ import keras
 from keras import ops
 
 from keras_attn_rnn import checks
-from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
-from keras_attn_rnn.models import _utils
+from keras_attn_rnn.models import _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 
-DECODERS = ("bahdanau", "luong")
+DECODERS = tuple(_seq2seq_decoders.KINDS)
 # The keys every attention dict has; the chosen mechanism's own options (its constructor
 # arguments: `filters`, `mode`, `window`, ...) come beside them.
 _ATTENTION_DEFAULTS = {
@@ -121,12 +120,8 @@ class Seq2Seq(AttentiveModel):
         checks.check_positive_int("attention_layer_size", attention_layer_size)
         checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS, mechanism_options=True)
-        if decoder == "luong" and options["mechanism"] != "content":
-            raise ValueError(
-                "decoder='luong' attends in parallel after the decoder RNN, so it takes "
-                "mechanism='content' only; use decoder='bahdanau' for a stateful mechanism. "
-                f"Received: attention['mechanism']={options['mechanism']!r}"
-            )
+        kind = _seq2seq_decoders.KINDS[decoder]
+        kind.check_options(options)
         super().__init__(**kwargs)
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
@@ -161,38 +156,9 @@ class Seq2Seq(AttentiveModel):
                 keras.layers.Dense(units, activation="tanh", dtype=dtype, name=f"bridge_{part}")
                 for part in (("h", "c") if rnn == "lstm" else ("h",))
             ]
-        if decoder == "bahdanau":
-            self.attention_decoder = AttentionDecoder(
-                _utils.make_cell(rnn, units, "decoder_cell", dtype),
-                attention=_utils.make_mechanism(
-                    options, _ATTENTION_DEFAULTS, units, dtype, f"{options['mechanism']}_attention"
-                ),
-                attention_layer_size=attention_layer_size,
-                output_attention=True,
-                input_feeding=True,
-                return_sequences=True,
-                dtype=dtype,
-                name="attention_decoder",
-            )
-        else:
-            self.decoder_rnn = _utils.make_rnn(
-                rnn, units, "decoder", dtype, return_sequences=True, return_state=True
-            )
-            attention_kwargs = {"units": options["units"]} if options["units"] else {}
-            self.cross_attention = SequenceAttention(
-                score=options["score"],
-                normalizer=options["normalizer"],
-                dtype=dtype,
-                name="cross_attention",
-                **attention_kwargs,
-            )
-            self.attention_layer = keras.layers.Dense(
-                attention_layer_size or units,
-                activation="tanh",
-                use_bias=False,
-                dtype=dtype,
-                name="attention_layer",
-            )
+        self._decoding = kind(rnn, units, options, _ATTENTION_DEFAULTS, attention_layer_size, dtype)
+        for attribute, layer in self._decoding.layers.items():
+            setattr(self, attribute, layer)  # tracked, and saved under this name
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
         self.output_layer = keras.layers.Dense(
             target_vocab, dtype=_utils.logits_dtype(dtype), name="logits"
@@ -214,25 +180,9 @@ class Seq2Seq(AttentiveModel):
         memory, memory_mask, states = self.encode(source, training)
         target_mask = ops.not_equal(target, 0)
         y = self.dropout_layer(self.target_embedding(target), training=training)
-        if self.decoder == "bahdanau":
-            outputs, alignments = self.attention_decoder(
-                [y, memory],
-                mask=[target_mask, memory_mask],
-                initial_state=states,
-                training=training,
-                return_attention_scores=True,
-            )
-        else:
-            hidden, *_ = self.decoder_rnn(
-                y, mask=target_mask, initial_state=states, training=training
-            )
-            context, alignments = self.cross_attention(
-                [hidden, memory],
-                mask=[target_mask, memory_mask],
-                return_attention_scores=True,
-                training=training,
-            )
-            outputs = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
+        outputs, alignments = self._decoding.decode(
+            y, target_mask, memory, memory_mask, states, training
+        )
         logits = self.output_layer(self.dropout_layer(outputs, training=training))
         if return_attention_scores:
             return logits, alignments
@@ -262,40 +212,14 @@ class Seq2Seq(AttentiveModel):
         if not self.built:
             self([source, ops.ones((ops.shape(source)[0], 1), "int32")])
         memory, memory_mask, states = self.encode(source, training=False)
-        if self.decoder == "bahdanau":
-            cache = self.attention_decoder.get_initial_state(
-                memory, memory_mask=memory_mask, cell_state=states
-            )
-            # Beam search's coverage starts from the attention before the first
-            # step, as tfa's: one-hot at 0 for monotonic attention, else zeros.
-            initial = cache["attention_state"][0].get("alignments")
-            if initial is not None:
-                cache["initial_alignments"] = ops.cast(initial, "float32")
-        else:
-            cache = {
-                "cell_state": states,
-                "attention": self.cross_attention.init_cache(memory),
-                "memory_mask": memory_mask,
-            }
+        cache = self._decoding.initial_cache(memory, memory_mask, states)
         start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
         return self.next_logits(start, cache)
 
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
         y = _utils.embed_step(self.target_embedding, token)
-        if self.decoder == "bahdanau":
-            output, cache, alignments = self.attention_decoder.step(y, cache)
-        else:
-            hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
-            context, alignments, _ = self.cross_attention(
-                ops.expand_dims(hidden, 1),
-                mask=[None, cache["memory_mask"]],
-                cache=cache["attention"],
-                return_attention_scores=True,
-            )
-            context, alignments = ops.squeeze(context, 1), ops.squeeze(alignments, 1)
-            output = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
-            cache = {**cache, "cell_state": states}
+        output, alignments, cache = self._decoding.step(y, cache)
         logits = self.output_layer(output)
         return ops.cast(logits, "float32"), alignments, cache
 

@@ -1,0 +1,138 @@
+"""`Seq2Seq`'s two decoder arrangements, one object each; `KINDS` maps `decoder=` to them.
+
+A kind makes its layers (`layers`: attribute name -> layer; the model owns them under
+those names, which its saved `.keras` files use as the weights' paths) and runs them:
+`decode` over a whole target (teacher forcing), `initial_cache` and `step` for
+generation. The model chooses its kind once, in its constructor.
+"""
+
+import keras
+from keras import ops
+
+from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
+from keras_attn_rnn.models import _utils
+
+
+class InputFeeding:
+    """`decoder="bahdanau"`: an `AttentionDecoder` with input feeding: attention is taken at
+    every step from the new cell output, and the previous attention vector is fed back into
+    the cell's input. Takes every mechanism."""
+
+    @staticmethod
+    def check_options(options):
+        pass
+
+    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype):
+        self.attention_decoder = AttentionDecoder(
+            _utils.make_cell(rnn, units, "decoder_cell", dtype),
+            attention=_utils.make_mechanism(
+                options, defaults, units, dtype, f"{options['mechanism']}_attention"
+            ),
+            attention_layer_size=attention_layer_size,
+            output_attention=True,
+            input_feeding=True,
+            return_sequences=True,
+            dtype=dtype,
+            name="attention_decoder",
+        )
+        self.layers = {"attention_decoder": self.attention_decoder}
+
+    def decode(self, y, target_mask, memory, memory_mask, states, training):
+        """`(outputs (B, T, d), alignments (B, T, S))` of the whole target."""
+        return self.attention_decoder(
+            [y, memory],
+            mask=[target_mask, memory_mask],
+            initial_state=states,
+            training=training,
+            return_attention_scores=True,
+        )
+
+    def initial_cache(self, memory, memory_mask, states):
+        cache = self.attention_decoder.get_initial_state(
+            memory, memory_mask=memory_mask, cell_state=states
+        )
+        # Beam search's coverage starts from the attention before the first
+        # step, as tfa's: one-hot at 0 for monotonic attention, else zeros.
+        initial = cache["attention_state"][0].get("alignments")
+        if initial is not None:
+            cache["initial_alignments"] = ops.cast(initial, "float32")
+        return cache
+
+    def step(self, y, cache):
+        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S), cache)`."""
+        output, cache, alignments = self.attention_decoder.step(y, cache)
+        return output, alignments, cache
+
+
+class PostAttention:
+    """`decoder="luong"`: a decoder RNN runs over the whole target, then a
+    `SequenceAttention` over the memory and `tanh(W [h_t; context_t])` (a bias-free Dense
+    named `attention_layer`): parallel over time in training. Takes content attention only."""
+
+    @staticmethod
+    def check_options(options):
+        if options["mechanism"] != "content":
+            raise ValueError(
+                "decoder='luong' attends in parallel after the decoder RNN, so it takes "
+                "mechanism='content' only; use decoder='bahdanau' for a stateful mechanism. "
+                f"Received: attention['mechanism']={options['mechanism']!r}"
+            )
+
+    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype):
+        self.decoder_rnn = _utils.make_rnn(
+            rnn, units, "decoder", dtype, return_sequences=True, return_state=True
+        )
+        attention_kwargs = {"units": options["units"]} if options["units"] else {}
+        self.cross_attention = SequenceAttention(
+            score=options["score"],
+            normalizer=options["normalizer"],
+            dtype=dtype,
+            name="cross_attention",
+            **attention_kwargs,
+        )
+        self.attention_layer = keras.layers.Dense(
+            attention_layer_size or units,
+            activation="tanh",
+            use_bias=False,
+            dtype=dtype,
+            name="attention_layer",
+        )
+        self.layers = {
+            "decoder_rnn": self.decoder_rnn,
+            "cross_attention": self.cross_attention,
+            "attention_layer": self.attention_layer,
+        }
+
+    def decode(self, y, target_mask, memory, memory_mask, states, training):
+        """`(outputs (B, T, d), alignments (B, T, S))` of the whole target."""
+        hidden, *_ = self.decoder_rnn(y, mask=target_mask, initial_state=states, training=training)
+        context, alignments = self.cross_attention(
+            [hidden, memory],
+            mask=[target_mask, memory_mask],
+            return_attention_scores=True,
+            training=training,
+        )
+        return self.attention_layer(ops.concatenate([hidden, context], axis=-1)), alignments
+
+    def initial_cache(self, memory, memory_mask, states):
+        return {
+            "cell_state": states,
+            "attention": self.cross_attention.init_cache(memory),
+            "memory_mask": memory_mask,
+        }
+
+    def step(self, y, cache):
+        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S), cache)`."""
+        hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
+        context, alignments, _ = self.cross_attention(
+            ops.expand_dims(hidden, 1),
+            mask=[None, cache["memory_mask"]],
+            cache=cache["attention"],
+            return_attention_scores=True,
+        )
+        context, alignments = ops.squeeze(context, 1), ops.squeeze(alignments, 1)
+        output = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
+        return output, alignments, {**cache, "cell_state": states}
+
+
+KINDS = {"bahdanau": InputFeeding, "luong": PostAttention}

@@ -1,0 +1,42 @@
+"""Writes `saved_models/`: small `.keras` files and their outputs, for
+`tests/test_saved_models.py` (files saved before a change must load after it, with the
+same outputs).
+
+Run it only to add a model, at the commit whose files must keep loading (the files in
+the repository were saved before the additive core moved into `scores` and `Seq2Seq`'s
+decoder kinds became objects, issue 23):
+
+    KERAS_BACKEND=tensorflow python tests/data/make_saved_models.py
+"""
+
+import json
+import os
+import sys
+
+import keras
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from saved_models_cases import CASES, outputs  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saved_models")
+
+
+def main():
+    os.makedirs(HERE, exist_ok=True)
+    expected, weights = {}, {}
+    for name, make in CASES.items():
+        keras.utils.set_random_seed(1)
+        model = make()
+        for i, array in enumerate(outputs(model)):
+            expected[f"{name}/{i}"] = array
+        weights[name] = [f"{w.name} {tuple(w.shape)}" for w in model.weights]
+        model.save(os.path.join(HERE, f"{name}.keras"))
+    np.savez(os.path.join(HERE, "expected.npz"), **expected)
+    with open(os.path.join(HERE, "weights.json"), "w") as f:
+        json.dump(weights, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
