@@ -16,7 +16,7 @@ TORCH_STAMP := $(VENV)/.torch-installed
 OLDEST    := .venv-oldest
 OLDEST_PY := $(OLDEST)/bin/python
 
-.PHONY: test test-tf test-jax test-torch test-slow test-oldest dist lint format demo ui bench mutate clean
+.PHONY: test test-tf test-jax test-torch test-slow postgres test-oldest dist lint format demo ui bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -48,8 +48,15 @@ test-torch: $(TORCH_STAMP)
 # The tests marked slow (CI runs them after `make test`): whole processes run, killed and
 # resumed, real `mlflow server`/`models serve` processes, fresh installs, distribution,
 # the benchmark suite. Needs torch: tests/test_cross_backend.py loads .keras files on JAX and torch.
-test-slow: $(TORCH_STAMP)
+test-slow: $(TORCH_STAMP) postgres
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --dist loadgroup -m slow --durations=10 tests
+
+# PostgreSQL's server programs (Debian's `postgresql`, installed when missing; needs root):
+# tests/test_scaleout_tune.py starts a server of its own on 127.0.0.1 for `tune`'s workers.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
 # The layer suite and one runner test on the lower bounds of pyproject.toml (TensorFlow).
 test-oldest: $(STAMP)

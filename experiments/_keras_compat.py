@@ -16,11 +16,26 @@ Keras release moves, renames or re-shapes any of them.
   fails in `fit` with "ValueError: Attempt to convert a value (PerReplica:{...".
 - `Trainer._symbolic_build` and `Trainer._distribute_strategy`: what the
   replaced `_maybe_symbolic_build` calls and reads, as the original does.
+- `keras.src.backend.cudnn_ok` and the global `uninitialized_variables` list
+  (`keras.src.backend.common.global_state`): `detached_construction` builds
+  a model to run its constructors' checks without starting TensorFlow's
+  runtime, which a multi-worker strategy must come before. Keras' LSTM and
+  GRU constructors ask `cudnn_ok`, which lists TensorFlow's GPUs (starting
+  the runtime), and a public `StatelessScope(initialize_variables=False)`
+  leaves its variables in that list for the next scope to initialise; no
+  public API skips either.
 """
 
 from __future__ import annotations
 
+import contextlib
+
+import keras
 import tensorflow as tf
+
+# Private: Keras' backend functions (`cudnn_ok`) and its global state (see above).
+from keras.src import backend as keras_backend
+from keras.src.backend.common import global_state
 
 # Private: the TensorFlow trainer module (keras-team/keras#20585, see above).
 from keras.src.backend.tensorflow import trainer as tf_trainer
@@ -75,3 +90,21 @@ def patch_keras_for_multi_worker() -> None:
     setattr(reduce_per_replica, PATCH_MARK, True)
     tf_trainer.reduce_per_replica = reduce_per_replica
     tf_trainer.TensorFlowTrainer._maybe_symbolic_build = maybe_symbolic_build
+
+
+@contextlib.contextmanager
+def detached_construction():
+    """Construct layers and models without starting the backend's runtime: their variables
+    stay uninitialised and are forgotten on exit (the objects are for their constructors'
+    checks only: calling them fails), and the RNN layers do not ask which devices exist."""
+    cudnn_ok = keras_backend.cudnn_ok
+    pending = list(global_state.get_global_attribute("uninitialized_variables") or [])
+    # Private: LSTM/GRU constructors ask it; it lists TensorFlow's GPUs (the runtime starts).
+    keras_backend.cudnn_ok = lambda *args, **kwargs: False
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        keras_backend.cudnn_ok = cudnn_ok
+        # Private: the variables made in the scope, which the next scope would initialise.
+        global_state.set_global_attribute("uninitialized_variables", pending)

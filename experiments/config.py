@@ -8,20 +8,21 @@ is rejected before any run, file or folder is created.
 
 from __future__ import annotations
 
-import inspect
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from experiments.errors import ConfigError, problem
 from keras_attn_rnn import mechanisms, normalizers, samplers, scores
@@ -36,7 +37,11 @@ class _Section(BaseModel):
 # --- task -----------------------------------------------------------------
 
 
-class _TaskBase(_Section):
+class TaskSection(_Section):
+    """The keys every task section has; a task's own section subclasses it, adds
+    `name: Literal["<task>"]` and its keys, and is registered with `register_task`."""
+
+    name: str
     seed: int = 0
     val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
     test_fraction: float = Field(0.1, lt=0.5)
@@ -53,14 +58,14 @@ class _TaskBase(_Section):
         return value
 
     @model_validator(mode="after")
-    def _length_range(self) -> _TaskBase:
+    def _length_range(self) -> TaskSection:
         low, high = getattr(self, "min_length", None), getattr(self, "max_length", None)
         if low is not None and high is not None and low > high:
             raise ValueError(f"task.min_length <= task.max_length, got {low} > {high}")
         return self
 
 
-class NeedleTask(_TaskBase):
+class NeedleTask(TaskSection):
     """Random token sequences; one marked token carries the label."""
 
     name: Literal["needle"]
@@ -71,7 +76,7 @@ class NeedleTask(_TaskBase):
     max_length: int = Field(30, ge=2, le=MAX_SEQUENCE_LENGTH)
 
 
-class TextClsTask(_TaskBase):
+class TextClsTask(TaskSection):
     """A CSV/JSONL file of `text,label` rows, or IMDB via `keras.datasets`."""
 
     name: Literal["textcls"]
@@ -104,7 +109,7 @@ class TextClsTask(_TaskBase):
         return self
 
 
-class ReverseTask(_TaskBase):
+class ReverseTask(TaskSection):
     """Reverse a random string; ground-truth alignment is `S-1-t`."""
 
     name: Literal["reverse"]
@@ -129,7 +134,7 @@ class ReverseTask(_TaskBase):
         return self
 
 
-class DatesTask(_TaskBase):
+class DatesTask(TaskSection):
     """Human-written dates in many formats, mapped to ISO 8601."""
 
     name: Literal["dates"]
@@ -138,7 +143,7 @@ class DatesTask(_TaskBase):
     max_year: int = Field(2050, le=9999)
 
 
-class AdditionTask(_TaskBase):
+class AdditionTask(TaskSection):
     """`"535+61" -> "596"`, as in the keras.io addition example."""
 
     name: Literal["addition"]
@@ -157,7 +162,7 @@ class AdditionTask(_TaskBase):
         return self
 
 
-class CharLMTask(_TaskBase):
+class CharLMTask(TaskSection):
     """Character language model over a text file (default: `pydoc_data.topics`)."""
 
     name: Literal["charlm"]
@@ -175,10 +180,47 @@ class CharLMTask(_TaskBase):
         return None if value is None else str(Path(value).resolve())
 
 
-TaskConfig = Annotated[
-    NeedleTask | TextClsTask | ReverseTask | DatesTask | AdditionTask | CharLMTask,
-    Field(discriminator="name"),
-]
+# The task sections by task name: `task.name` picks one (see `register_task`).
+_TASK_SECTIONS: dict[str, type[TaskSection]] = {}
+
+
+def register_task(name: str, section: type[TaskSection]) -> type[TaskSection]:
+    """Validate the `task` section of a config whose `task.name` is `name` with `section`
+    (a new name, or the same section again); return `section`. `experiments.tasks.register`
+    calls this with the task's builder."""
+    if not (isinstance(section, type) and issubclass(section, TaskSection)):
+        raise ValueError(
+            f"a task section must be a TaskSection subclass. Received: section={section!r}"
+        )
+    if _TASK_SECTIONS.get(name, section) is not section:
+        raise ValueError(
+            f"task {name!r} is registered already (to {_TASK_SECTIONS[name].__name__}). "
+            f"Received: section={section.__name__}"
+        )
+    _TASK_SECTIONS[name] = section
+    return section
+
+
+def unregister_task(name: str) -> None:
+    """Forget the task section registered as `name`, if any."""
+    _TASK_SECTIONS.pop(name, None)
+
+
+def task_names() -> tuple[str, ...]:
+    """The registered task names, in registration order."""
+    return tuple(_TASK_SECTIONS)
+
+
+# The runner's own tasks (`experiments.tasks` registers their builders with these).
+for _name, _section in {
+    "needle": NeedleTask,
+    "textcls": TextClsTask,
+    "reverse": ReverseTask,
+    "dates": DatesTask,
+    "addition": AdditionTask,
+    "charlm": CharLMTask,
+}.items():
+    register_task(_name, _section)
 
 
 # --- model, train, tracking, generate ---------------------------------------
@@ -186,8 +228,9 @@ TaskConfig = Annotated[
 
 class AttentionConfig(_Section):
     """`model.attention`: the score, normalizer and mechanism by their registered names,
-    and any other key an option of the chosen mechanism (`filters: 32` for `location`),
-    checked by the mechanism's own constructor: the library is the one list of options."""
+    and any other key an option of the chosen mechanism (`filters: 32` for `location`) or of
+    the task's model (`TaskKind.attention_options`), checked with the task's kind by the
+    mechanism's or the model's own constructor: the library is the one list of options."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
@@ -195,7 +238,6 @@ class AttentionConfig(_Section):
     units: int | None = Field(None, ge=1)
     query: Literal["learned", "fixed"] = "learned"
     query_value: list[float] | None = None
-    window: int | None = Field(None, ge=1)  # LM: local window; local_p: half-width
     mechanism: str = "content"  # seq2seq (bahdanau) only, unless content
     normalizer: str = "softmax"
 
@@ -217,34 +259,6 @@ class AttentionConfig(_Section):
     def _registered_normalizer(cls, value: str) -> str:
         normalizers.REGISTRY.check_name(value, "normalizer")
         return value
-
-    @model_validator(mode="after")
-    def _mechanism_options(self) -> AttentionConfig:
-        options = dict(self.model_extra or {})
-        if not options:
-            return self
-        accepted = mechanisms.REGISTRY.arguments(self.mechanism)
-        own = [key for key in accepted if key not in ("score", "units", "normalizer")]
-        for key in options:
-            if key not in own:
-                raise ValueError(
-                    f"model.attention.{key} is not an option of mechanism {self.mechanism!r} "
-                    f"(its options: {', '.join(own) or 'none'})"
-                )
-        # the constructor checks the values (a units placeholder where one is required)
-        trial = {"units": self.units or 1} if "units" in _required(self.mechanism) else {}
-        try:
-            mechanisms.get(self.mechanism, **trial, **options)
-        except (ValueError, TypeError) as err:
-            named = [key for key in options if str(err).startswith(key)]
-            raise ValueError(f"model.attention.{named[0] if named else '*'}: {err}") from None
-        return self
-
-
-def _required(mechanism: str) -> set[str]:
-    """The constructor arguments of a mechanism that have no default."""
-    parameters = inspect.signature(mechanisms.REGISTRY.class_for(mechanism).__init__).parameters
-    return {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
 
 
 class ModelConfig(_Section):
@@ -297,7 +311,19 @@ class TrackingConfig(_Section):
     system_metrics_interval: float = Field(10.0, ge=0.1)  # seconds between samples
     num_samples: int = Field(8, ge=0, le=256)
     log_model: bool = True
+    # A Model Registry name: the run's model becomes a new version of it (`tune` registers
+    # its best trial itself, with the alias `champion`).
+    register_model: str | None = Field(None, min_length=1)
     tags: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _register_what_is_logged(self) -> TrackingConfig:
+        if self.register_model is not None and not self.log_model:
+            raise ValueError(
+                f"tracking.register_model: {self.register_model!r} registers the run's model, "
+                "which tracking.log_model: false does not log"
+            )
+        return self
 
 
 # The `generate` keys of configs written before `sampler`, with their defaults then.
@@ -373,11 +399,26 @@ class GenerateConfig(_Section):
 
 
 class ExperimentConfig(_Section):
-    task: TaskConfig
+    task: SerializeAsAny[TaskSection]
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _registered_task(cls, value: Any) -> Any:
+        """The section of the task `task.name` names, from the registry (`register_task`)."""
+        if not isinstance(value, dict):
+            return value  # a section already, or refused as no mapping
+        name = value.get("name", _MISSING)
+        if not isinstance(name, str) or name not in _TASK_SECTIONS:
+            raise PydanticCustomError(
+                "task_name",
+                "unknown task",
+                {"tag": name, "expected_tags": ", ".join(map(repr, _TASK_SECTIONS))},
+            )
+        return _TASK_SECTIONS[name].model_validate(value)
 
 
 # --- loading ----------------------------------------------------------------
@@ -477,11 +518,7 @@ def format_errors(err: ValidationError, data: dict) -> str:
     """One line per problem: `key.path: got VALUE; expected WHAT`."""
     lines = ["invalid config:"]
     for item in err.errors():
-        loc = [str(p) for p in item["loc"]]
-        task_name = data.get("task", {}).get("name") if isinstance(data.get("task"), dict) else None
-        if len(loc) > 1 and loc[0] == "task" and loc[1] == task_name:
-            loc.pop(1)  # drop the discriminator tag pydantic inserts
-        key = ".".join(loc) or "<root>"
+        key = ".".join(str(p) for p in item["loc"]) or "<root>"
         if item["type"] == "extra_forbidden":
             expected = "no such key (unknown keys are not allowed)"
         elif item["type"] == "missing":
@@ -489,7 +526,7 @@ def format_errors(err: ValidationError, data: dict) -> str:
         else:
             expected = item["msg"].removeprefix("Value error, ")
         got = _MISSING if item["type"] == "missing" else item.get("input")
-        if item["type"] == "union_tag_invalid":
+        if item["type"] == "task_name":
             key, got = "task.name", item["ctx"]["tag"]
             expected = "one of " + item["ctx"]["expected_tags"]
         lines.append(problem(key, got, expected))

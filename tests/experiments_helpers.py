@@ -119,6 +119,15 @@ def migrated_store(folder: Path) -> str:
     return store_uri(folder)
 
 
+def use_store(folder: Path, monkeypatch) -> str:
+    """A fresh store in `folder` (`migrated_store`), where the runner finds it: in
+    MLFLOW_TRACKING_URI, with `folder` the working directory. Returns its URI."""
+    uri = migrated_store(folder)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(folder)
+    return uri
+
+
 def _template_db() -> Path:
     if not _TEMPLATE:
         import mlflow

@@ -59,16 +59,18 @@ def cli(args: list[str], env: dict, cwd: Path, deterministic: bool = False, **po
 
 
 class MlflowServer:
-    """`mlflow server` with a SQLite backend and the artifact proxy, on a free 127.0.0.1 port.
+    """`mlflow server` with the artifact proxy on a free 127.0.0.1 port, its backend store
+    `backend` (default: SQLite in `folder`; PostgreSQL in tests/test_scaleout_tune.py).
 
     Started in its own process group, and stopped by that PID (the MLflow CLI
     runs the web server as its child).
     """
 
-    def __init__(self, folder: Path, port: int | None = None):
+    def __init__(self, folder: Path, port: int | None = None, backend: str | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
+        self.backend = backend or f"sqlite:///{self.folder / 'server.db'}"
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -86,7 +88,7 @@ class MlflowServer:
             "--port",
             str(self.port),
             "--backend-store-uri",
-            f"sqlite:///{self.folder / 'server.db'}",
+            self.backend,
             "--artifacts-destination",
             str(self.folder / "artifacts"),
             "--serve-artifacts",

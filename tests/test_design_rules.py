@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -29,3 +30,49 @@ def test_the_rule_sees_a_comparison():
     assert COMPARED.search("if 'classification' != kind:")
     assert COMPARED.search('if kind in ("seq2seq", "lm"):')
     assert not COMPARED.search('"kind": "lm",')
+
+
+def _kind_names_outside_task_records(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """Every string constant of `source` that is a kind's name, except an argument of a
+    `Task(...)` call (a task's builder naming the kind of its task)."""
+    tree = ast.parse(source)
+    declared = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if getattr(func, "id", getattr(func, "attr", None)) == "Task":
+                declared |= {id(arg) for arg in [*node.args, *(k.value for k in node.keywords)]}
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in declared
+    ]
+
+
+def test_no_task_kind_name_is_spelled_outside_the_kinds_but_by_a_task():
+    """Wherever a kind's name would be compared, looked up or listed (`{"lm": ...}[kind]`,
+    `kinds.get("seq2seq")`, `Literal["lm", ...]`, `match kind: case "lm"`), a new kind would
+    need an edit there too: outside `experiments/tasks/kinds/`, only a task's `Task(...)`
+    record names its kind."""
+    from experiments.tasks import kinds
+
+    names = set(KIND_NAMES) | set(kinds.names())
+    offenders = []
+    for path in sorted((ROOT / "experiments").rglob("*.py")):
+        if "kinds" in path.relative_to(ROOT).parts:
+            continue
+        for number, name in _kind_names_outside_task_records(path.read_text("utf-8"), names):
+            offenders.append(f"{path.relative_to(ROOT)}:{number}: {name!r}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_spelling_rule_sees_lookups_and_allows_task_records():
+    names = set(KIND_NAMES)
+    seen = _kind_names_outside_task_records(
+        'x = {"lm": 1}[kind]\nkinds.get("seq2seq")\nT = Literal["classification"]\n'
+        'match k:\n    case "lm":\n        pass\n',
+        names,
+    )
+    assert sorted(line for line, _ in seen) == [1, 2, 3, 5]
+    assert not _kind_names_outside_task_records('Task("reverse", "seq2seq", vocab)', names)
+    assert not _kind_names_outside_task_records('"""a lm docstring"""\nx = "slm"', names)

@@ -37,6 +37,10 @@ README_NOT_RUN = [
         "loads the text_model of a finished run (run_id); "
         "tests/test_experiments_serving.py runs it",
     ),
+    (
+        "import mlflow",
+        "loads the champion of a finished study; tests/test_scaleout_tune.py does",
+    ),
 ]
 
 

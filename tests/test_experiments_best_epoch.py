@@ -73,7 +73,7 @@ def test_early_stopping_evaluates_the_best_epoch_on_the_whole_test_split(referen
     assert steps["loss"] == [1, 2]
     # A reference on every test row, from the one-epoch run's checkpointed weights.
     cfg = validate(yaml.safe_load((folder / "one" / "config.yaml").read_text()))
-    prepared = training_run.prepare(cfg)
+    prepared = training_run.validate(cfg)
     task = prepared.task
     model = task.kind.build_model(prepared.cfg, task)
     model(task.train.x[:2])

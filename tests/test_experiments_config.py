@@ -68,9 +68,18 @@ BAD_CASES = {
     "negative_sigmoid_noise": ({}, ["model.attention.sigmoid_noise=-1"], "sigmoid_noise"),
     "bad_location_features": ({}, ["model.attention.location_features=sum"], "location_features"),
     "two_location_switches": (
-        {},
-        ["model.attention.cumulative=true", "model.attention.location_features=both"],
+        {"task": TINY_TASKS["reverse"]},
+        [
+            "model.attention.mechanism=location",
+            "model.attention.cumulative=true",
+            "model.attention.location_features=both",
+        ],
         "location_features",
+    ),
+    "option_of_no_mechanism_in_use": (
+        {},
+        ["model.attention.cumulative=true"],
+        "model.attention.cumulative: got True; expected no such key",
     ),
     "even_kernel_size": ({}, ["model.attention.kernel_size=4"], "model.attention.kernel_size"),
     "mechanism_on_classification": (
@@ -81,7 +90,7 @@ BAD_CASES = {
     "option_the_mechanism_lacks": (
         {"task": TINY_TASKS["reverse"]},
         ["model.attention.mechanism=monotonic", "model.attention.window=3"],
-        "'window'",
+        "model.attention.window: got 3; expected no such key: not an option of mechanism",
     ),
     "stateful_mechanism_with_luong": (
         {"task": TINY_TASKS["reverse"]},
@@ -186,7 +195,7 @@ def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
     path = write_config(
         tmp_path, TINY_TASKS["needle"], train={"epochs": 3, "lr_schedule": "cosine"}
     )
-    prepared = run.prepare(config_lib.load_config(path))
+    prepared = run.validate(config_lib.load_config(path))
     cfg, task = prepared.cfg, prepared.task
     model = task.kind.build_model(cfg, task)
     run.compile_model(model, cfg, task)
@@ -200,7 +209,7 @@ def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
 def test_temperature_0_validates_and_generates_greedily(tmp_path):
     task = {**TINY_TASKS["charlm"], "max_chars": 400}
     path = write_config(tmp_path, task, generate={"sampler": "sample", "max_length": 6})
-    prepared = run.prepare(config_lib.load_config(path, ["generate.sampler.temperature=0"]))
+    prepared = run.validate(config_lib.load_config(path, ["generate.sampler.temperature=0"]))
     cfg, task = prepared.cfg, prepared.task
     assert cfg.generate.sampler == {"name": "sample", "temperature": 0}
     model = task.kind.build_model(cfg, task)

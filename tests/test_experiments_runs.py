@@ -16,9 +16,9 @@ from experiments_helpers import (
     artifact_paths,
     documented_metrics,
     image_steps,
-    migrated_store,
     runs,
     snapshot,
+    use_store,
     write_config,
     write_text_dataset,
 )
@@ -31,9 +31,11 @@ TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_ver
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}
 COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second"}
 COMMON_METRICS |= {"val_attention_entropy", "test_attention_entropy", "duplicate_rows"}
+BASELINE = {"baseline_test_accuracy", "baseline_test_macro_f1"}  # every classification run
 TASK_METRICS = {
-    "needle": {"train_accuracy", "val_accuracy", "val_macro_f1", "val_alignment_accuracy"},
-    "textcls": {"train_accuracy", "val_accuracy", "val_macro_f1"},
+    "needle": {"train_accuracy", "val_accuracy", "val_macro_f1", "val_alignment_accuracy"}
+    | BASELINE,
+    "textcls": {"train_accuracy", "val_accuracy", "val_macro_f1"} | BASELINE,
     "reverse": {"val_token_accuracy", "val_exact_match_greedy", "val_alignment_accuracy"},
     "dates": {"val_token_accuracy", "val_exact_match_greedy"},
     "addition": {"val_token_accuracy", "val_exact_match_greedy"},
@@ -49,10 +51,7 @@ def _artifact_threads() -> set[threading.Thread]:
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     """A fresh SQLite store in tmp_path, used through MLFLOW_TRACKING_URI."""
-    uri = migrated_store(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.chdir(tmp_path)
-    return uri
+    return use_store(tmp_path, monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +90,7 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
     ours = {k for k in run.data.metrics if not k.startswith("system/")}
     assert {k for k in ours if not documented.fullmatch(k)} == set()
     assert all(math.isfinite(v) for v in run.data.metrics.values())
+    assert all(0 <= run.data.metrics[k] <= 1 for k in BASELINE & expected)
 
     files = artifact_paths(store, run.info.run_id)
     assert {"config.yaml", "vocab.json", "input_example.json", "expected_output.npy"} <= files
@@ -180,7 +180,7 @@ def test_the_alignment_loss_adds_to_the_training_loss():
             "train": {"alignment_loss_weight": 2.0, "run_eagerly": True},
         }
     )
-    prepared = training_run.prepare(cfg)
+    prepared = training_run.validate(cfg)
     task = prepared.task
     model = task.kind.build_model(prepared.cfg, task)
     trained = supervision.wrap(model, prepared.cfg)

@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,8 +98,11 @@ del sys.modules["keras_attn_rnn"]
 for name, run in spec["runs"].items():
     text_model = mlflow.pyfunc.load_model(run["text_model_uri"])
     import keras_attn_rnn
+    import text_tokenizer
     result = out["runs"][name]
     result["library_file"] = keras_attn_rnn.__file__
+    result["tokenizer_file"] = text_tokenizer.__file__
+    result["tokenizer_source"] = open(text_tokenizer.__file__, encoding="utf-8").read()
     result["greedy"] = text_model.predict(run["texts"])
     if run["beam"]:
         params = {"sampler": "beam", "beam_width": 4, "max_length": run["beam_length"]}
@@ -162,7 +166,7 @@ def trained(tmp_path_factory):
                 if name == "textcls":
                     task["path"] = str(write_text_dataset(folder))
                 path = write_config(folder, task, f"{name}.yaml", generate={"max_length": 8})
-                prepared = training_run.prepare(config_lib.load_config(path))
+                prepared = training_run.validate(config_lib.load_config(path))
                 run_id = training_run.execute(prepared)
                 tags = mlflow.MlflowClient(uri).get_run(run_id).data.tags
                 model, card = logged[name]
@@ -239,11 +243,8 @@ def _assert_records(got: list[dict], expected: list[dict]) -> None:
 
 def _classify(entry, texts):
     """The runner's encoding and logits for raw texts (textcls)."""
-    task, cfg = entry["task"], entry["cfg"]
-    ids = [
-        task.vocab.encode(textcls.tokenize(t, cfg.task.lowercase)[: cfg.task.max_length]) or [UNK]
-        for t in texts
-    ]
+    task = entry["task"]
+    ids = [task.tokenizer.encode(t) for t in texts]  # as `textcls.build` encodes its rows
     tokens = pad(ids)
     logits, weights = entry["model"](tokens, training=False, return_attention_scores=True)
     return ids, np.asarray(logits, "float64"), np.asarray(weights, "float64")
@@ -313,6 +314,9 @@ def test_text_model_loads_with_its_own_library_and_matches_generate(trained, fre
         library = Path(got["library_file"])
         assert library.parts[-3:] == ("code", "keras_attn_rnn", "__init__.py"), library
         assert ROOT not in library.parents  # the copy that travels with the model
+        tokenizer = Path(got["tokenizer_file"])  # the runner's tokenizer, travelling too
+        assert tokenizer.parts[-2:] == ("code", "text_tokenizer.py"), tokenizer
+        assert got["tokenizer_source"] == (ROOT / "text_tokenizer.py").read_text(encoding="utf-8")
         if name == "textcls":
             ids, logits, weights = _classify(entry, TEXTS[name])
             classes = entry["task"].class_names
@@ -573,18 +577,32 @@ def test_text_codec_encodes_characters_like_the_runner(text):
 def test_text_codec_encodes_words_like_textcls(text, lowercase):
     words = Vocab(["it", "was", "great", ",", "!", "A"], joiner=" ")
     options = types.SimpleNamespace(lowercase=lowercase, max_length=4)
-    card = {"specials": SPECIALS, "input": {**words.to_dict(), **textcls.tokenizer(options)}}
-    expected = words.encode(textcls.tokenize(text, lowercase)[:4]) or [UNK]  # as textcls.build
-    assert text_model.TextCodec(card).encode(text) == expected
+    runner = textcls.tokenizer(options, words)  # as `textcls.build` makes it
+    # a card as earlier versions wrote it (the keys they set), and as this one does
+    old = {"split": "regex", "pattern": textcls.TOKEN_PATTERN, "lowercase": lowercase}
+    old |= {"max_tokens": 4, "empty_as_unknown": True}
+    cards = [{**words.to_dict(), **old}, runner.to_config()]
+    # words and single punctuation marks, the first 4, never none (an independent reference)
+    tokens = re.findall(r"\w+|[^\w\s]", text.lower() if lowercase else text)[:4]
+    expected = words.encode(tokens) or [UNK]
+    assert runner.encode(text) == expected
+    for spec in cards:
+        card = {"specials": SPECIALS, "input": spec}
+        assert text_model.TextCodec(card).encode(text) == expected
 
 
 @given(a=st.integers(0, 99), b=st.integers(0, 99), reverse=st.booleans())
 def test_text_codec_encodes_questions_like_addition(a, b, reverse):
+    task = {"name": "addition", "digits": 2, "num_examples": 16, "reverse_input": reverse}
+    runner = addition.build(config_lib.validate({"task": task}).task).tokenizer
     digits = Vocab(list("0123456789+ "))
-    tokenizer = {"split": "chars", "pad_to": 5, "reverse": reverse}  # as addition.build, 2 digits
-    card = {"specials": SPECIALS, "input": {**digits.to_dict(), **tokenizer}}
-    source, _ = addition._pair(a, b, 2, reverse)
-    assert text_model.TextCodec(card).encode(f"{a}+{b}") == digits.encode(source)
+    old = {"split": "chars", "pad_to": 5, "reverse": reverse}  # as earlier versions wrote it
+    question = f"{a}+{b}".ljust(5)  # padded to two operands and "+", as keras.io's example
+    expected = digits.encode(question[::-1] if reverse else question)
+    assert runner.encode(f"{a}+{b}") == expected
+    for spec in ({**digits.to_dict(), **old}, runner.to_config()):
+        card = {"specials": SPECIALS, "input": spec}
+        assert text_model.TextCodec(card).encode(f"{a}+{b}") == expected
 
 
 @given(ids=st.lists(st.integers(0, 8), max_size=10), end_id=st.sampled_from([None, END]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -82,3 +83,22 @@ def test_the_patch_installs_once_and_leaves_other_strategies_alone(monkeypatch):
     value = tf.constant([1.0, 3.0])
     expected = originals[0](value, strategy, "auto")
     assert np.array_equal(patched[0](value, strategy, "auto"), expected)
+
+
+def test_detached_construction_uses_what_keras_still_has_and_restores_it():
+    from keras.src import backend
+    from keras.src.backend.common import global_state
+
+    assert callable(getattr(backend, "cudnn_ok", None)), (
+        "private Keras API keras.src.backend.cudnn_ok is gone; see _keras_compat.py"
+    )
+    cudnn_ok = backend.cudnn_ok
+    pending = list(global_state.get_global_attribute("uninitialized_variables") or [])
+    with _keras_compat.detached_construction():
+        assert backend.cudnn_ok("tanh", "sigmoid", False, True) is False
+        layer = keras.layers.LSTM(4, dropout=0.1)  # asks cudnn_ok; makes a seed variable
+        made = global_state.get_global_attribute("uninitialized_variables")
+        assert made and made[-1] is layer.cell.seed_generator.state
+    assert backend.cudnn_ok is cudnn_ok
+    assert list(global_state.get_global_attribute("uninitialized_variables") or []) == pending
+    assert layer.cell.seed_generator.state._value is None  # never initialised

@@ -11,6 +11,7 @@ from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 
 from experiments import config as config_lib
 from experiments.commands import main
+from experiments.training import run as training_run
 from keras_attn_rnn import AttentionDecoder, mechanisms
 
 
@@ -58,13 +59,14 @@ def test_its_options_are_checked_by_its_constructor(registered, tmp_path):
         {**base, "model": {"attention": {"mechanism": "sharp", "sharpness": 3.0}}}
     )
     assert good.model.attention.model_extra == {"sharpness": 3.0}
+    # The run's one check stage (the task's kind) checks them, before anything is made.
     for attention, message in [
-        ({"mechanism": "sharp", "sharpness": -1}, "model.attention.sharpness: sharpness must be"),
-        ({"mechanism": "sharp", "filters": 3}, "model.attention.filters is not an option"),
-        ({"mechanism": "content", "sharpness": 3.0}, "model.attention.sharpness is not an opt"),
+        ({"mechanism": "sharp", "sharpness": -1}, "model.attention.sharpness: got -1; .*sharp"),
+        ({"mechanism": "sharp", "filters": 3}, "model.attention.filters: .*not an option of "),
+        ({"mechanism": "content", "sharpness": 3.0}, "model.attention.sharpness: .*not an opt"),
     ]:
         with pytest.raises(config_lib.ConfigError, match=message):
-            config_lib.validate({**base, "model": {"attention": attention}})
+            training_run.validate({**base, "model": {"attention": attention}})
 
 
 def test_a_run_trains_it_from_the_command_line(registered, tmp_path):

@@ -6,7 +6,7 @@ import time
 
 import mlflow
 import pytest
-from experiments_helpers import TINY, TINY_TASKS, migrated_store, runs, snapshot
+from experiments_helpers import TINY, TINY_TASKS, runs, snapshot, use_store
 from scaleout_helpers import lock_held
 
 from experiments import config as config_lib
@@ -18,10 +18,7 @@ from experiments.tracking.tracker import CONFIG_ARTIFACT
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    uri = migrated_store(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.chdir(tmp_path)
-    client = mlflow.MlflowClient(uri)
+    client = mlflow.MlflowClient(use_store(tmp_path, monkeypatch))
     experiment = client.create_experiment("tests", artifact_location=(tmp_path / "art").as_uri())
     return client, experiment, tmp_path
 

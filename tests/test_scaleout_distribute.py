@@ -117,4 +117,4 @@ def test_tf_config_and_chief_rules(monkeypatch):
     with pytest.raises(ConfigError, match="multi_worker"):
         distribute._validate_cluster(distribute.tf_config())
     with pytest.raises(ConfigError, match="multiple of the 3 replicas"):
-        distribute.check_batch(type("S", (), {"num_replicas_in_sync": 3})(), 16)
+        distribute.check_batch(3, 16)

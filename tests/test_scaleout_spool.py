@@ -322,7 +322,7 @@ def test_a_spooled_model_is_replayed_as_both_models_with_its_card(store, monkeyp
     client, run_id, folder = store
     monkeypatch.setattr(time, "sleep", lambda s: None)
     data = {"task": TINY_TASKS["reverse"], **TINY, "generate": {"max_length": 4}}
-    prepared = training_run.prepare(config_lib.validate(data))
+    prepared = training_run.validate(config_lib.validate(data))
     task, kind = prepared.task, prepared.task.kind
     model = kind.build_model(prepared.cfg, task)
     model(task.train.take(slice(0, 2)).inputs)  # built, untrained: any weights will do

@@ -19,9 +19,20 @@ import argparse
 import sys
 
 from experiments import errors, interrupts, native_logs
-from experiments.commands import bench, export, listing, resume, run, serve, sweep, sync, ui
+from experiments.commands import (
+    bench,
+    export,
+    listing,
+    resume,
+    run,
+    serve,
+    sweep,
+    sync,
+    tune,
+    ui,
+)
 
-COMMANDS = (run, sweep, resume, ui, serve, listing, bench, sync, export)
+COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

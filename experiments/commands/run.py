@@ -17,6 +17,6 @@ def handle(args) -> int:
     from experiments.training import run
 
     cfg = config.load_config(ready_configs.resolve(args.config), args.overrides)
-    run_id = run.execute(run.prepare(cfg))
+    run_id = run.execute(run.validate(cfg))
     common.report(run_id)
     return 0

@@ -85,6 +85,7 @@ def model_uri(run_id: str, model: str) -> str:
     from experiments.tracking import store
 
     tag, _ = MODELS[model]
+    store.check_run_id(run_id)
     run = store.get_run(store.connect(), run_id)
     uri = run.data.tags.get(tag)
     if not uri:

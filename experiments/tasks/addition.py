@@ -29,13 +29,17 @@ def build(cfg) -> Task:
     rng = np.random.default_rng(cfg.seed)
     capacity = (10**cfg.digits) * (10**cfg.digits + 1) // 2
     vocab = Vocab(list("0123456789+ "))
+    # a question is padded to the width of two operands and "+", and reversed if asked
+    tokenizer = vocab.tokenizer(pad_to=2 * cfg.digits + 1, reverse=cfg.reverse_input)
+    answers = vocab.tokenizer()  # each character a token
     seen = set()
-    data = _questions(rng, cfg, vocab, min(cfg.num_examples, capacity), cfg.digits, seen)
+    wanted = min(cfg.num_examples, capacity)
+    data = _questions(rng, tokenizer, answers, wanted, cfg.digits, seen)
     train, val, test, probes = make_splits(data, cfg, rng)
     generalization = None
     if cfg.test_digits is not None:
         generalization = _longer_questions(
-            generalization_rng(cfg.seed), cfg, vocab, len(test), seen
+            generalization_rng(cfg.seed), cfg, tokenizer, answers, len(test), seen
         )
     return Task(
         "addition",
@@ -48,14 +52,13 @@ def build(cfg) -> Task:
         target_vocab=vocab,
         generalization=generalization,
         duplicate_rows=duplicate_count(row_keys(data.x)),
-        # a typed question is padded and reversed as `_pair` does
-        tokenizer={"split": "chars", "pad_to": 2 * cfg.digits + 1, "reverse": cfg.reverse_input},
+        tokenizer=tokenizer,
     )
 
 
-def _questions(rng, cfg, vocab, wanted: int, digits: int, seen: set):
-    """`wanted` unseen questions with operands of up to `digits` digits; their length is the
-    longer operand's digit count."""
+def _questions(rng, tokenizer, answers, wanted: int, digits: int, seen: set):
+    """`wanted` unseen questions with operands of up to `digits` digits, encoded by
+    `tokenizer` (answers by `answers`); their length is the longer operand's digit count."""
     pairs, lengths = [], []
     while len(pairs) < wanted:
         for a, b in _numbers(rng, digits, 2 * wanted).reshape(-1, 2).tolist():
@@ -63,14 +66,16 @@ def _questions(rng, cfg, vocab, wanted: int, digits: int, seen: set):
             if key in seen or len(pairs) == wanted:
                 continue
             seen.add(key)
-            pairs.append(_pair(a, b, digits, cfg.reverse_input))
+            pairs.append((f"{a}+{b}", answer(a, b, digits)))
             lengths.append(len(str(key[1])))
-    return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
+    return seq2seq_split(pairs, tokenizer, answers, lengths=lengths)
 
 
-def _longer_questions(rng, cfg, vocab, wanted: int, seen: set):
+def _longer_questions(rng, cfg, tokenizer, answers, wanted: int, seen: set):
     """`wanted` unseen questions whose longer operand has `digits + 1 .. test_digits` digits,
-    going round the sizes (as many of each); padded to `test_digits` operands."""
+    going round the sizes (as many of each); padded to `test_digits` operands, their answers
+    to the training width (`digits + 1`)."""
+    tokenizer = tokenizer.replace(pad_to=2 * cfg.test_digits + 1)
     sizes = range(cfg.digits + 1, cfg.test_digits + 1)
     pairs, lengths = [], []
     while len(pairs) < wanted:
@@ -82,19 +87,9 @@ def _longer_questions(rng, cfg, vocab, wanted: int, seen: set):
         if key in seen:
             continue
         seen.add(key)
-        pairs.append(_pair(a, b, cfg.test_digits, cfg.reverse_input, cfg.digits))
+        pairs.append((f"{a}+{b}", answer(a, b, cfg.digits)))
         lengths.append(size)
-    return seq2seq_split(pairs, vocab, vocab, lengths=lengths)
-
-
-def _pair(a: int, b: int, digits: int, reverse_input: bool, answer_digits: int | None = None):
-    """The question `a+b` padded to `2 * digits + 1` characters (reversed if asked) and its
-    answer padded to `answer_digits + 1` (default `digits + 1`; the training width, in every
-    split)."""
-    question = f"{a}+{b}".ljust(2 * digits + 1)
-    if reverse_input:
-        question = question[::-1]
-    return list(question), list(answer(a, b, digits if answer_digits is None else answer_digits))
+    return seq2seq_split(pairs, tokenizer, answers, lengths=lengths)
 
 
 def answer(a: int, b: int, digits: int) -> str:

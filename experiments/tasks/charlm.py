@@ -29,7 +29,8 @@ def build(cfg) -> Task:
     counts = Counter(text)
     chars = [c for c, _ in counts.most_common(cfg.max_vocab - 4)]
     vocab = Vocab(sorted(chars))
-    ids = np.array(vocab.encode(text), dtype="int32")
+    tokenizer = vocab.tokenizer()  # each character a token; the rarest are <unk>
+    ids = np.array(tokenizer.encode(text), dtype="int32")
     n_val = int(len(ids) * cfg.val_fraction)
     n_test = int(len(ids) * cfg.test_fraction)
     if n_test < 2:  # no target to score: the test split must be text of its own
@@ -59,6 +60,7 @@ def build(cfg) -> Task:
         splits["test"],
         probes,
         prompts=prompts,
+        tokenizer=tokenizer,
     )
 
 

@@ -58,11 +58,12 @@ def build(cfg) -> Task:
         date = dt.date.fromordinal(int(rng.integers(start, stop + 1)))
         styles = human_formats(date)
         text = styles[int(rng.integers(len(styles)))]
-        pairs.append((list(text), list(date.isoformat())))
+        pairs.append((text, date.isoformat()))
     chars = sorted({c for source, _ in pairs for c in source} | set("0123456789"))
     source_vocab = Vocab(chars)
     target_vocab = Vocab(list("0123456789-"))
-    data = seq2seq_split(pairs, source_vocab, target_vocab)
+    tokenizer = source_vocab.tokenizer()  # each character a token
+    data = seq2seq_split(pairs, tokenizer, target_vocab.tokenizer())
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
         "dates",
@@ -73,5 +74,6 @@ def build(cfg) -> Task:
         test,
         probes,
         target_vocab=target_vocab,
+        tokenizer=tokenizer,
         duplicate_rows=duplicate_count(row_keys(data.x)),
     )

@@ -19,6 +19,8 @@ def build(cfg) -> Task:
     needles = [f"N{c}" for c in range(cfg.num_classes)]
     fillers = [f"w{i}" for i in range(cfg.num_fillers)]
     vocab = Vocab(needles + fillers, joiner=" ")
+    # the rows are drawn as ids: a text of them is the tokens joined by spaces
+    tokenizer = vocab.tokenizer(split="whitespace")
     first_filler = vocab.index[fillers[0]]
     rows, labels, positions = [], [], []
     for _ in range(cfg.num_examples):
@@ -43,6 +45,6 @@ def build(cfg) -> Task:
         test,
         probes,
         class_names=needles,
-        tokenizer={"split": "whitespace"},
+        tokenizer=tokenizer,
         duplicate_rows=duplicate_count(row_keys(data.x)),
     )

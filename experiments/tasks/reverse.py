@@ -27,14 +27,15 @@ def build(cfg) -> Task:
     rng = np.random.default_rng(cfg.seed)
     letters = list(string.ascii_lowercase[: cfg.alphabet_size])
     vocab = Vocab(letters)
-    data = _strings(rng, letters, vocab, cfg.num_examples, cfg.min_length, cfg.max_length)
+    tokenizer = vocab.tokenizer()  # each letter a token
+    data = _strings(rng, letters, tokenizer, cfg.num_examples, cfg.min_length, cfg.max_length)
     train, val, test, probes = make_splits(data, cfg, rng)
     generalization = None
     if cfg.test_min_length is not None:
         generalization = _strings(
             generalization_rng(cfg.seed),
             letters,
-            vocab,
+            tokenizer,
             len(test),
             cfg.test_min_length,
             cfg.test_max_length,
@@ -50,11 +51,12 @@ def build(cfg) -> Task:
         probes,
         target_vocab=vocab,
         generalization=generalization,
+        tokenizer=tokenizer,
         duplicate_rows=duplicate_count(row_keys(data.x)),
     )
 
 
-def _strings(rng, letters, vocab, count: int, low: int, high: int, cycle: bool = False):
+def _strings(rng, letters, tokenizer, count: int, low: int, high: int, cycle: bool = False):
     """`count` random strings of `low..high` letters and their reversal, aligned `S-1-t`.
 
     With `cycle`, the lengths go round `low..high` (as many strings of each length).
@@ -62,8 +64,8 @@ def _strings(rng, letters, vocab, count: int, low: int, high: int, cycle: bool =
     pairs, alignments, lengths = [], [], []
     for i in range(count):
         length = low + i % (high - low + 1) if cycle else int(rng.integers(low, high + 1))
-        source = [letters[i] for i in rng.integers(len(letters), size=length)]
+        source = "".join(letters[i] for i in rng.integers(len(letters), size=length))
         pairs.append((source, source[::-1]))
         alignments.append([length - 1 - t for t in range(length)])
         lengths.append(length)
-    return seq2seq_split(pairs, vocab, vocab, alignments, lengths)
+    return seq2seq_split(pairs, tokenizer, tokenizer, alignments, lengths)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.tasks.vocab import END, START, Vocab
+from experiments.tasks.vocab import END, START
+from text_tokenizer import Tokenizer
 
 
 @dataclass
@@ -117,19 +118,21 @@ def make_splits(data: Split, cfg, rng, keys: Sequence | None = None) -> tuple[Sp
 
 
 def seq2seq_split(
-    pairs: Sequence[tuple[list[str], list[str]]],
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
+    pairs: Sequence[tuple[str, str]],
+    source: Tokenizer,
+    target: Tokenizer,
     alignments: Sequence[Sequence[int]] | None = None,
     lengths: Sequence[int] | None = None,
 ) -> Split:
-    """Encode (source tokens, target tokens) pairs with teacher forcing.
+    """Encode (source text, target text) pairs with teacher forcing.
 
-    Targets get a final `</s>`; the decoder input is `<s>` + target[:-1].
-    `lengths` become the split's `length` (see `Split`).
+    The source is encoded by `source` (the task's tokenizer: what the served
+    text model encodes a request with), the target by `target`. Targets get a
+    final `</s>`; the decoder input is `<s>` + target[:-1]. `lengths` become
+    the split's `length` (see `Split`).
     """
-    src = pad([src_vocab.encode(source) for source, _ in pairs])
-    tgt = [tgt_vocab.encode(t) + [END] for _, t in pairs]
+    src = pad([source.encode(text) for text, _ in pairs])
+    tgt = [target.encode(text) + [END] for _, text in pairs]
     y = pad(tgt)
     x_dec = pad([[START] + t[:-1] for t in tgt], y.shape[1])
     align = None

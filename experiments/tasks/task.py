@@ -8,6 +8,7 @@ from experiments.tasks import kinds
 from experiments.tasks.kinds.base import TaskKind
 from experiments.tasks.split import Split
 from experiments.tasks.vocab import Vocab
+from text_tokenizer import Tokenizer
 
 
 @dataclass
@@ -20,11 +21,10 @@ class Task:
     `class_names` the label names for classification. `probes` are fixed
     examples plotted over the epochs. `generalization` holds test examples
     longer than any seen in training (length generalisation), or None.
-    `tokenizer` says how a raw text becomes input tokens, as the task's
-    builder makes them (the text model's rule: `TextCodec` in
-    `experiments/tracking/text_model.py`): `split` is `"chars"`,
-    `"whitespace"` or `"regex"` (with `pattern`, `lowercase`), optionally
-    with `pad_to`, `reverse`, `max_tokens` and `empty_as_unknown`.
+    `tokenizer` turns a raw text into input ids over `vocab` (its tokens are
+    `vocab.tokens`), as the task's builder made its inputs: the one
+    `text_tokenizer.Tokenizer` the text card stores and the served text model
+    encodes with; by default the characters of a text.
     `duplicate_rows` counts the rows whose input repeats an earlier row's
     (all copies of an input go to one split: `split.split_indices`).
     """
@@ -40,12 +40,20 @@ class Task:
     class_names: list[str] | None = None
     prompts: list[str] = field(default_factory=list)
     generalization: Split | None = None
-    tokenizer: dict = field(default_factory=lambda: {"split": "chars"})
+    tokenizer: Tokenizer | None = None
     duplicate_rows: int = 0
 
     def __post_init__(self):
         if isinstance(self.kind, str):
             self.kind = kinds.get(self.kind)
+        if self.tokenizer is None:
+            self.tokenizer = self.vocab.tokenizer()
+        if self.tokenizer.tokens != self.vocab.tokens:
+            raise ValueError(
+                f"task {self.name!r}: tokenizer.tokens must be the input vocabulary's tokens. "
+                f"Received: {len(self.tokenizer.tokens)} tokens for a vocabulary of "
+                f"{len(self.vocab)}"
+            )
 
     @property
     def output_vocab(self) -> Vocab:

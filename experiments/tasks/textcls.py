@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -15,25 +14,26 @@ from experiments.errors import ConfigError
 from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import SPECIALS, UNK, Vocab
+from text_tokenizer import Tokenizer
 
 # Words and single punctuation marks.
 TOKEN_PATTERN = r"\w+|[^\w\s]"
 
 
-def tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """Words and single punctuation marks."""
-    return re.findall(TOKEN_PATTERN, text.lower() if lowercase else text)
-
-
-def tokenizer(cfg) -> dict:
-    """How `build` turns a text into tokens (`Task.tokenizer`): `tokenize`, cut, never empty."""
-    return {
-        "split": "regex",
-        "pattern": TOKEN_PATTERN,
-        "lowercase": cfg.lowercase,
-        "max_tokens": cfg.max_length,
-        "empty_as_unknown": True,
-    }
+def tokenizer(cfg, vocab: Vocab | None = None) -> Tokenizer:
+    """How `build` turns a text into ids (`Task.tokenizer`): its words and single punctuation
+    marks (lower-cased with `cfg.lowercase`), the first `cfg.max_length` of them, never none;
+    over `vocab` (without one, every token is `<unk>`: the rules alone)."""
+    tokens = SPECIALS if vocab is None else vocab.tokens
+    return Tokenizer(
+        tokens,
+        joiner=" ",
+        split="regex",
+        pattern=TOKEN_PATTERN,
+        lowercase=cfg.lowercase,
+        max_tokens=cfg.max_length,
+        empty_as_unknown=True,
+    )
 
 
 def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
@@ -87,7 +87,8 @@ def build(cfg) -> Task:
     if cfg.source == "imdb":
         return _imdb(cfg)
     rows = read_rows(cfg.path, cfg.text_field, cfg.label_field)
-    tokens = [tokenize(text, cfg.lowercase)[: cfg.max_length] for text, _ in rows]
+    rules = tokenizer(cfg)
+    tokens = [rules.tokenize(text) for text, _ in rows]
     keys = [tuple(t) for t in tokens]
     if len(set(keys)) < 4:
         raise ConfigError(
@@ -103,7 +104,8 @@ def build(cfg) -> Task:
     train, val, test, probes = make_splits(placeholder, cfg, rng, keys)
     counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
     vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
-    x = pad([vocab.encode(t) or [UNK] for t in tokens], cfg.max_length)
+    words = rules.replace(tokens=vocab.tokens)
+    x = pad([words.token_ids(t) for t in tokens], cfg.max_length)  # `words.encode` of each text
     encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
     return Task(
         "textcls",
@@ -111,7 +113,7 @@ def build(cfg) -> Task:
         vocab,
         *encoded,
         class_names=class_names,
-        tokenizer=tokenizer(cfg),
+        tokenizer=words,
         duplicate_rows=duplicate_count(keys),
     )
 
@@ -148,6 +150,6 @@ def _imdb(cfg) -> Task:
         test,
         probes,
         class_names=["neg", "pos"],
-        tokenizer=tokenizer(cfg),
+        tokenizer=tokenizer(cfg, vocab),
         duplicate_rows=duplicate_count(row_keys(x)),
     )

@@ -1,11 +1,16 @@
-"""Token <-> id vocabularies; ids 0-3 are the special tokens every task shares."""
+"""Token <-> id vocabularies; ids 0-3 are the special tokens every task shares.
+
+The ids and the mapping are `text_tokenizer`'s (the one tokenizer of the runner and the
+served text model); a `Vocab` is the mapping alone, over tokens already split.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-PAD, START, END, UNK = 0, 1, 2, 3
-SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
+from text_tokenizer import END, PAD, SPECIALS, START, UNK, Tokenizer
+
+__all__ = ["END", "PAD", "SPECIALS", "START", "UNK", "Vocab"]
 
 
 class Vocab:
@@ -19,14 +24,20 @@ class Vocab:
     def __init__(self, tokens: Iterable[str], joiner: str = ""):
         self.tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
         self.joiner = joiner
-        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self._mapping = Tokenizer(self.tokens, joiner=joiner)
+        self.index = self._mapping.index
 
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def tokenizer(self, **rules) -> Tokenizer:
+        """A `Tokenizer` over this vocabulary that splits text by `rules` (its arguments:
+        `split`, `pattern`, `lowercase`, `pad_to`, `reverse`, `max_tokens`, ...)."""
+        return Tokenizer(self.tokens, joiner=self.joiner, **rules)
+
     def encode(self, tokens: Iterable[str]) -> list[int]:
         """Ids of `tokens`; unknown tokens map to `<unk>`."""
-        return [self.index.get(t, UNK) for t in tokens]
+        return self._mapping.token_ids(tokens)
 
     def labels(self, ids: Iterable[int]) -> list[str]:
         """Token strings of `ids`, padding dropped."""
@@ -34,14 +45,7 @@ class Vocab:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids` up to the first `</s>`, without specials."""
-        out = []
-        for i in ids:
-            i = int(i)
-            if i == END:
-                break
-            if i >= len(SPECIALS):
-                out.append(self.tokens[i])
-        return self.joiner.join(out)
+        return self._mapping.decode(ids)
 
     def to_dict(self) -> dict:
         """Serializable form, logged as an artifact."""

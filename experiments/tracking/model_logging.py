@@ -10,9 +10,10 @@
   token ids).
 - `text_model`: the pyfunc of `text_model.py`, an MLflow model from code
   (the file is the model; nothing pickled), with the trained `.keras` file
-  and the text card as artifacts, and the `keras_attn_rnn` package as its
-  `code_paths` (so the served environment needs nothing of this project
-  installed). Its signature declares the output records and the generation
+  and the text card as artifacts, and the `keras_attn_rnn` package and the
+  `text_tokenizer` module (the runner's own tokenizer, which the card
+  configures) as its `code_paths` (so the served environment needs nothing
+  of this project installed). Its signature declares the output records and the generation
   params (not the input: see `text_signature`); its input example is the
   card's example texts.
 
@@ -41,6 +42,7 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import Schema, TensorSpec
 
 import keras_attn_rnn
+import text_tokenizer
 from experiments.tracking.serving import ServingModel
 from experiments.tracking.text_model import classifies
 
@@ -48,6 +50,11 @@ MODEL = "model"
 TEXT_MODEL = "text_model"
 TEXT_MODEL_FILE = Path(__file__).with_name("text_model.py")
 LIBRARY_FOLDER = Path(keras_attn_rnn.__file__).resolve().parent
+# A file in `code_paths` lands in the model's `code/` folder, on `sys.path` when it loads:
+# the text model imports it as `text_tokenizer`, as the runner does.
+TOKENIZER_FILE = Path(text_tokenizer.__file__).resolve()
+# What the text model imports besides its pinned requirements: shipped with it.
+CODE_PATHS = (LIBRARY_FOLDER, TOKENIZER_FILE)
 
 
 def log_models(model, card: dict) -> dict[str, str]:
@@ -96,7 +103,7 @@ def log_text_model(keras_file: Path, card_file: Path, card: dict) -> str:
         name=TEXT_MODEL,
         python_model=str(TEXT_MODEL_FILE),
         artifacts={"model": str(keras_file), "card": str(card_file)},
-        code_paths=[str(LIBRARY_FOLDER)],
+        code_paths=[str(path) for path in CODE_PATHS],
         signature=text_signature(card),
         input_example=list(card["examples"]["text"]),
         pip_requirements=requirements() + [f"pandas=={pd.__version__}"],

@@ -2,6 +2,10 @@
 
 Everything goes through an explicit `MlflowClient` (and, in `Tracker`, a run
 id), so callbacks never depend on which run happens to be active.
+
+A local store is created (MLflow's tables and migrations, for runs and for the model
+registry) under a file lock beside it, `INIT_LOCK`: processes started at the same moment
+on a new store wait for the first one instead of racing to create the same tables.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from urllib.parse import unquote, urlparse
 import keras
 import mlflow
 import tensorflow as tf
+from filelock import FileLock
+from mlflow.exceptions import MlflowException
 
 from experiments.errors import ConfigError
 from experiments.tracking import server
@@ -54,7 +60,36 @@ def connect():
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
-    return mlflow.MlflowClient(uri)
+    if folder is None:
+        return mlflow.MlflowClient(uri)
+    return initialise(uri, folder)
+
+
+# Held while a local store is created or migrated (a file beside the store, never deleted:
+# removing a lock file another process waits on would let two processes in).
+INIT_LOCK = ".mlflow-init.lock"
+
+
+def initialise(uri: str, folder: Path):
+    """A client of the local store `uri`, which is created or migrated (tracking and registry
+    tables) under `INIT_LOCK` in `folder`; a store that exists already is only read.
+
+    The client is made under the lock too: MLflow opens (and so creates) the store in
+    `MlflowClient`'s constructor."""
+    with FileLock(folder / INIT_LOCK):
+        client = mlflow.MlflowClient(uri)
+        client.search_experiments(max_results=1)
+        client.search_registered_models(max_results=1)
+    return client
+
+
+def check_run_id(run_id: str) -> None:
+    """A `ConfigError` (exit 2) unless `run_id` looks like an MLflow run id, checked before
+    the store is opened (a path like `../x` reaches neither the store nor the disk)."""
+    if not run_id or not all(c.isalnum() or c in "-_" for c in run_id):
+        raise ConfigError(
+            f"run_id: expected an MLflow run id (letters and digits). Received: {run_id!r}"
+        )
 
 
 def get_run(client, run_id: str):
@@ -78,7 +113,13 @@ def experiment_id(client, name: str) -> str:
         return found.experiment_id
     folder = local_store_dir(tracking_uri())
     location = (folder / "artifacts").as_uri() if folder is not None else None
-    return client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
+    try:
+        return client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
+    except MlflowException:  # another process created it a moment ago
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
 
 
 def checkpoint_root(cfg) -> Path:

@@ -64,10 +64,7 @@ def sync_run(
 
     `echo(line)` is told about each uploaded record.
     """
-    if not run_id or not all(c.isalnum() or c in "-_" for c in run_id):
-        raise ConfigError(
-            f"run_id: expected an MLflow run id (letters and digits). Received: {run_id!r}"
-        )
+    store.check_run_id(run_id)
     client = store.connect()
     spool = spool_lib.Spool(spool_folder(client, run_id, checkpoint_dir))
     if not spool.exists():

@@ -3,12 +3,13 @@
 This file is an MLflow "model from code" (logged by
 `experiments.tracking.model_logging`): MLflow stores the file itself and runs it
 when the model is loaded, so nothing is pickled. It imports only MLflow,
-Keras, NumPy, pandas and `keras_attn_rnn`, which travels with the model as
-its `code_paths`; the runner is not needed to load or serve it. Its
-artifacts are the trained model (`model`: a `.keras` file, loaded with
-`safe_mode=True`) and the run's text card (`card`: JSON, made by
-`TaskKind.text_card`): the vocabularies, how text is split into tokens, the
-kind, the class names, the start/end ids and the generation defaults.
+Keras, NumPy, pandas, `keras_attn_rnn` and `text_tokenizer`, which travel
+with the model as its `code_paths`; the runner is not needed to load or
+serve it (it never imports `experiments`). Its artifacts are the trained
+model (`model`: a `.keras` file, loaded with `safe_mode=True`) and the run's
+text card (`card`: JSON, made by `TaskKind.text_card`): the vocabularies,
+how text becomes ids (the config of the runner's `text_tokenizer.Tokenizer`),
+the kind, the class names, the start/end ids and the generation defaults.
 
 Input: strings, as a list, a pandas Series or a one-column DataFrame (what
 `{"inputs": [...]}` becomes through `mlflow models serve`). Output, one
@@ -34,7 +35,6 @@ server answers with HTTP 400 and the message.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import keras
@@ -45,6 +45,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
+from text_tokenizer import SPECIALS, Tokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -56,64 +57,36 @@ def invalid(message: str) -> MlflowException:
 
 
 class TextCodec:
-    """Raw text <-> token ids, as the runner encodes its task (the card's `input`/`output`).
+    """Raw text <-> token ids, as the runner encodes its task: the card's tokenizers.
 
-    `input` holds the vocabulary (`tokens`, ids in order) and how text is
-    split: `split` is `"chars"`, `"whitespace"` or `"regex"` (the tokens are
-    `re.findall(pattern, text)`, lower-cased first with `lowercase`); a text
-    is first padded with spaces to `pad_to` characters and reversed with
-    `reverse` (the addition task's questions); at most `max_tokens` tokens
-    are kept; with `empty_as_unknown`, a text with no tokens is one `<unk>`.
-    Unknown tokens are `<unk>`. Decoded text stops at `</s>` and drops the
-    special tokens (the card's `specials`, ids `0..len(specials) - 1`);
-    generation stops at the card's `end_id` (none for a language model).
+    `input` is the run's `Task.tokenizer`, rebuilt from its config (the
+    card's `input`; a card written before the tokenizer had a config holds
+    the same keys, those it set: they load alike); `output` decodes what is
+    generated: the card's `output` vocabulary (the input one for a language
+    model). Generation stops at the card's `end_id` (none for a language
+    model); decoded text stops at `</s>` and drops the special tokens.
     """
 
     def __init__(self, card: dict):
-        spec = card["input"]
-        self.specials = list(card["specials"])
-        self.unknown = self.specials.index("<unk>")
-        self.end_token = self.specials.index("</s>")  # text ends there, whatever the kind
-        self.input_tokens = list(spec["tokens"])
-        self.index = {token: i for i, token in enumerate(self.input_tokens)}
-        self.split = spec.get("split", "chars")
-        self.pattern = re.compile(spec["pattern"]) if self.split == "regex" else None
-        self.lowercase = bool(spec.get("lowercase", False))
-        self.pad_to = spec.get("pad_to")
-        self.reverse = bool(spec.get("reverse", False))
-        self.max_tokens = spec.get("max_tokens")
-        self.empty_as_unknown = bool(spec.get("empty_as_unknown", False))
-        output = card.get("output") or spec
-        self.output_tokens = list(output["tokens"])
-        self.joiner = output.get("joiner", "")
+        specials = list(card.get("specials", SPECIALS))
+        if specials != list(SPECIALS):
+            raise ValueError(
+                f"the card's special tokens must be {list(SPECIALS)}. Received: {specials}"
+            )
+        self.input = Tokenizer.from_config(card["input"])
+        output = card.get("output") or card["input"]
+        self.output = Tokenizer(output["tokens"], joiner=output.get("joiner", ""))
         self.end_id = card.get("end_id")
 
-    def split_text(self, text: str) -> list[str]:
-        """The tokens of `text`, before they become ids."""
-        if self.pad_to:
-            text = text.ljust(self.pad_to)
-        if self.reverse:
-            text = text[::-1]
-        if self.split == "whitespace":
-            tokens = text.split()
-        elif self.split == "regex":
-            tokens = self.pattern.findall(text.lower() if self.lowercase else text)
-        else:
-            tokens = list(text)
-        return tokens[: self.max_tokens] if self.max_tokens else tokens
-
     def encode(self, text: str) -> list[int]:
-        """Input ids of `text`."""
-        ids = [self.index.get(token, self.unknown) for token in self.split_text(text)]
-        if not ids and self.empty_as_unknown:
-            ids = [self.unknown]
-        return ids
+        """Input ids of `text` (`Tokenizer.encode`)."""
+        return self.input.encode(text)
 
     def input_labels(self, ids) -> list[str]:
-        return [self.input_tokens[int(i)] for i in ids]
+        return [self.input.tokens[int(i)] for i in ids]
 
     def output_labels(self, ids) -> list[str]:
-        return [self.output_tokens[int(i)] for i in ids]
+        return [self.output.tokens[int(i)] for i in ids]
 
     def generated_steps(self, ids) -> int:
         """How many generated ids come before the end id (or the padding after it)."""
@@ -123,15 +96,9 @@ class TextCodec:
         return len(ids)
 
     def decode(self, ids) -> str:
-        """Text of output ids up to the end id, without special tokens (the runner's
+        """Text of output ids up to `</s>`, without special tokens (the runner's
         `Vocab.decode`)."""
-        kept = []
-        for i in ids:
-            if int(i) == self.end_token:
-                break
-            if int(i) >= len(self.specials):
-                kept.append(self.output_tokens[int(i)])
-        return self.joiner.join(kept)
+        return self.output.decode(ids)
 
 
 def texts_of(model_input) -> list[str]:

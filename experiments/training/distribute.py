@@ -34,7 +34,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from experiments._keras_compat import patch_keras_for_multi_worker
-from experiments.errors import ConfigError, invalid_config
+from experiments.errors import invalid_config
 
 
 def tf_config() -> dict:
@@ -45,35 +45,40 @@ def tf_config() -> dict:
     try:
         spec = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ConfigError(
-            f"TF_CONFIG: not valid JSON ({err}); expected "
-            '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
+        raise invalid_config(
+            "TF_CONFIG", raw[:200], f"valid JSON ({err}), e.g. {_EXAMPLE}"
         ) from None
     if not isinstance(spec, dict):
-        raise ConfigError(f"TF_CONFIG: expected a JSON object. Received: {raw[:200]!r}")
+        raise invalid_config("TF_CONFIG", raw[:200], f"a JSON object, e.g. {_EXAMPLE}")
     return spec
+
+
+_EXAMPLE = (
+    '{"cluster": {"worker": ["10.0.0.1:12345", "10.0.0.2:12345"]}, '
+    '"task": {"type": "worker", "index": 0}}'
+)
 
 
 def _validate_cluster(spec: dict) -> None:
     cluster, task = spec.get("cluster"), spec.get("task")
     if not isinstance(cluster, dict) or not cluster:
-        raise ConfigError(
-            "train.distribute: 'multi_worker' needs TF_CONFIG with a 'cluster' mapping, e.g. "
-            '{"cluster": {"worker": ["10.0.0.1:12345", "10.0.0.2:12345"]}, '
-            '"task": {"type": "worker", "index": 0}}'
+        raise invalid_config(
+            "TF_CONFIG cluster",
+            cluster,
+            f"a mapping of jobs to host:port lists for train.distribute 'multi_worker', e.g. "
+            f"{_EXAMPLE}",
         )
     if not isinstance(task, dict) or task.get("type") not in cluster:
-        raise ConfigError(
-            "TF_CONFIG: task.type must name a job of the cluster "
-            f"({', '.join(sorted(cluster))}). Received: task={task!r}"
+        raise invalid_config(
+            "TF_CONFIG task",
+            task,
+            f"a type naming a job of the cluster ({', '.join(sorted(cluster))})",
         )
     index = task.get("index", 0)
     jobs = cluster[task["type"]]
-    if not isinstance(index, int) or not isinstance(jobs, list) or not 0 <= index < len(jobs):
-        raise ConfigError(
-            f"TF_CONFIG: task.index must be in [0, {len(jobs) if isinstance(jobs, list) else 0}). "
-            f"Received: index={index!r}"
-        )
+    count = len(jobs) if isinstance(jobs, list) else 0
+    if not isinstance(index, int) or not 0 <= index < count:
+        raise invalid_config("TF_CONFIG task.index", index, f"an index in [0, {count})")
 
 
 def is_chief(distribute: str = "multi_worker") -> bool:
@@ -113,15 +118,11 @@ def make_strategy(name: str):
         devices = [d.name for d in tf.config.list_logical_devices("GPU")]
         devices = devices or [d.name for d in tf.config.list_logical_devices("CPU")]
         strategy = tf.distribute.MirroredStrategy(devices=devices)
-    elif name == "multi_worker":
-        _validate_cluster(tf_config())
+    elif name == "multi_worker":  # TF_CONFIG was checked with the config (`check`)
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         patch_keras_for_multi_worker()
     else:
-        raise ConfigError(
-            "train.distribute must be one of 'none', 'mirrored', 'multi_worker'. "
-            f"Received: distribute={name!r}"
-        )
+        raise invalid_config("train.distribute", name, "one of 'none', 'mirrored', 'multi_worker'")
     print(
         f"{name} strategy: {strategy.num_replicas_in_sync} replicas in sync",
         file=sys.stderr,
@@ -129,9 +130,29 @@ def make_strategy(name: str):
     return strategy
 
 
-def check_batch(strategy, batch_size: int) -> None:
+def planned_replicas(name: str) -> int:
+    """How many replicas the strategy for `name` will have in sync, counted without starting
+    TensorFlow's runtime (so before a multi-worker strategy): the visible GPUs, else the
+    logical CPUs for `mirrored` and one CPU per worker for `multi_worker`, times the
+    cluster's workers."""
+    if name == "none":
+        return 1
+    local = _logical_count("GPU") or (_logical_count("CPU") if name == "mirrored" else 1)
+    if name != "multi_worker":
+        return local
+    cluster = tf_config().get("cluster") or {}
+    jobs = [cluster.get(job) for job in ("chief", "worker")]
+    return local * sum(len(hosts) for hosts in jobs if isinstance(hosts, list))
+
+
+def _logical_count(device_type: str) -> int:
+    """The logical devices of `device_type` TensorFlow will make of the visible ones."""
+    devices = tf.config.get_visible_devices(device_type)
+    return sum(len(tf.config.get_logical_device_configuration(d) or [d]) for d in devices)
+
+
+def check_batch(replicas: int, batch_size: int) -> None:
     """The global batch must split evenly over the replicas."""
-    replicas = 1 if strategy is None else strategy.num_replicas_in_sync
     if batch_size % replicas:
         raise invalid_config(
             "train.batch_size",

@@ -15,6 +15,7 @@ from experiments.training import checkpoints, run
 
 def resume_run(run_id: str) -> str:
     """Reload the run's logged config and checkpoint, then train the remaining epochs."""
+    store.check_run_id(run_id)
     client = store.connect()
     found = store.get_run(client, run_id)
     if found.info.status == "FINISHED":
@@ -33,7 +34,7 @@ def resume_run(run_id: str) -> str:
     except CorruptData as err:
         client.set_tag(run_id, "failure_reason", f"resume refused: {err}")  # status unchanged
         raise
-    prepared = run.prepare(cfg)
+    prepared = run.validate(cfg)
     return run.execute(prepared, resume_run_id=run_id, checkpoint_folder=folder)
 
 

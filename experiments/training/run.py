@@ -1,9 +1,9 @@
 """One tracked run: seed, data, model, a single `fit`, evaluation and logging.
 
-`prepare` does everything that can fail on bad input (config resolution,
-task data) before MLflow is touched; `execute` then creates or reopens the
-run and trains. What depends on the kind of task (model, loss, metrics,
-artifacts) is asked of `task.kind`.
+`validate` makes every check of a config, in one stage, before MLflow, the
+file system or a strategy is touched; `execute` then makes the strategy,
+creates or reopens the run and trains. What depends on the kind of task
+(model, loss, metrics, artifacts) is asked of `task.kind`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import keras
 import mlflow
 import numpy as np
 
+from experiments import _keras_compat, interrupts
 from experiments import config as config_lib
-from experiments import interrupts
 from experiments.config import ExperimentConfig
-from experiments.errors import ConfigError, CorruptData, StorageError, Terminated, invalid_config
+from experiments.errors import CorruptData, StorageError, Terminated, invalid_config
 from experiments.tasks import Task, build_task, lengths
-from experiments.tracking import resilient, run_folder, run_lock, store
+from experiments.tracking import registry, resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
@@ -40,14 +40,27 @@ OPTIMIZERS = {
 
 @dataclass
 class Prepared:
-    """A validated config with its task data, ready to train."""
+    """A validated config with its task data, ready to train (what `validate` returns)."""
 
     cfg: ExperimentConfig
     task: Task
 
 
-def prepare(cfg: ExperimentConfig) -> Prepared:
-    """Build the task data and fill config defaults that depend on the task's kind."""
+def validate(cfg: ExperimentConfig | dict) -> Prepared:
+    """Every check of a run's config, in one order whatever `train.distribute` is, before
+    any run is created, any file written or any strategy made.
+
+    In order: the schema (when given a mapping), the distribute setting against this
+    environment (TF_CONFIG, the global batch over the replicas), the task's data, the
+    defaults and checks of the task's kind, the losses the task can take, the model's own
+    argument checks (a trial build that starts no backend runtime: a multi-worker
+    strategy must come before TensorFlow's first op), and what depends on the metrics
+    the task logs. Every failure is a `ConfigError` naming the key.
+    """
+    if not isinstance(cfg, ExperimentConfig):
+        cfg = config_lib.validate(cfg)
+    distribute.check(cfg)
+    distribute.check_batch(distribute.planned_replicas(cfg.train.distribute), cfg.train.batch_size)
     task = build_task(cfg.task)
     kind = task.kind
     cfg = cfg.model_copy(deep=True)
@@ -63,18 +76,15 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             f"0 for task {task.name!r}, which has no ground-truth alignment "
             "(reverse and needle have one)",
         )
-    if cfg.train.distribute != "multi_worker":
-        # A multi-worker strategy must come before TensorFlow's first op, so `execute`
-        # trial-builds its model after creating the strategy.
-        _check_model(cfg, task)
+    _check_model(cfg, task)
     known = epoch_metric_names(task)
-    if cfg.train.early_stopping and cfg.train.early_stopping.monitor not in known:
+    es = cfg.train.early_stopping
+    if es and es.monitor not in known:
         raise invalid_config(
             "train.early_stopping.monitor",
-            cfg.train.early_stopping.monitor,
+            es.monitor,
             f"a metric this task logs, one of {', '.join(sorted(known))}",
         )
-    es = cfg.train.early_stopping
     directed = {"loss", *kind.fit_metrics}  # Keras knows which way these go, for mode 'auto'
     if es and es.mode == "auto" and es.monitor.removeprefix("val_") not in directed:
         raise invalid_config(
@@ -87,11 +97,13 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
 
 
 def _check_model(cfg: ExperimentConfig, task: Task) -> None:
-    """Build the model once for its own checks (e.g. options a mechanism does not take)."""
+    """Build the model once, detached from the backend's runtime, for the checks its
+    constructors make (e.g. a mechanism the decoder cannot take); the model is dropped."""
     try:
-        task.kind.build_model(cfg, task)
-    except ValueError as err:
-        raise ConfigError(f"invalid config:\n  model: {err}") from None  # the library's words
+        with _keras_compat.detached_construction():
+            task.kind.build_model(cfg, task)
+    except ValueError as err:  # the library's words, which end with `Received: ...`
+        raise invalid_config("model", task.kind.model_type, f"arguments it takes: {err}") from None
 
 
 def epoch_metric_names(task: Task) -> set[str]:
@@ -105,18 +117,16 @@ def execute(
     resume_run_id: str | None = None,
     parent_run_id: str | None = None,
     checkpoint_folder: Path | None = None,
+    callbacks: tuple = (),
 ) -> str:
     """Train and log one run (new, nested under `parent_run_id`, or resumed); return its id.
 
-    A resumed run continues from the checkpoint in `checkpoint_folder`.
+    A resumed run continues from the checkpoint in `checkpoint_folder`. `callbacks` are
+    Keras callbacks `fit` runs after the runner's own (e.g. `tune`'s trial pruning).
     """
     cfg, task = prepared.cfg, prepared.task
-    distribute.check(cfg)
     strategy = distribute.make_strategy(cfg.train.distribute)  # before TensorFlow's first op
-    distribute.check_batch(strategy, cfg.train.batch_size)
-    if cfg.train.distribute == "multi_worker":
-        _check_model(cfg, task)
-    train = functools.partial(_train, strategy=strategy)
+    train = functools.partial(_train, strategy=strategy, extra_callbacks=tuple(callbacks))
     if not distribute.is_chief(cfg.train.distribute):
         return distribute.run_worker(prepared, train)  # trains, logs and saves nothing
     client = store.connect()
@@ -256,7 +266,7 @@ def compile_model(model, cfg, task) -> None:
     )
 
 
-def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
+def _train(cfg, task, tracker, folder: Path, *, strategy, extra_callbacks=()) -> None:
     seed = cfg.train.seed
     keras.utils.set_random_seed(seed)
     if cfg.train.mixed_precision:
@@ -282,7 +292,7 @@ def _train(cfg, task, tracker, folder: Path, *, strategy) -> None:
         initial_epoch,
         lambda part: supervision.fit_inputs(trained, part),
     )
-    callbacks = make_callbacks(cfg, task, tracker, folder, batches, state)
+    callbacks = [*make_callbacks(cfg, task, tracker, folder, batches, state), *extra_callbacks]
     if initial_epoch < cfg.train.epochs and not stopped:
         trained.fit(
             batches,
@@ -365,6 +375,24 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     tracker.log_figure(lengths.figure(per_bucket, metric, title), "length_generalisation.png")
 
 
+def _register(tracker, model_uri: str, name: str) -> None:
+    """Register the run's model as a new version of `name` (`tracking.register_model`); a
+    model still in the spool, or a registry that fails, is a warning: the run is kept."""
+    if model_uri == resilient.SPOOLED_MODEL_URI:
+        print(
+            f"warning: tracking.register_model: the model waits in the spool; register it "
+            f"after `python -m experiments sync {tracker.run_id}`",
+            file=sys.stderr,
+        )
+        return
+    try:
+        version = registry.add_version(model_uri, name, tracker.run_id)
+    except Exception as err:  # noqa: BLE001 - never fail a finished run over its registration
+        print(f"warning: tracking.register_model: {name!r} failed: {err!r}", file=sys.stderr)
+        return
+    tracker.set_tags({"registered_model": f"models:/{name}/{version}"})
+
+
 def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
     """Test metrics on the whole test split (and `best_epoch`, the epoch whose weights these
     are, with early stopping), final heatmaps, the kind's artifacts, samples and the model."""
@@ -386,6 +414,7 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
         tracker.log_figure(figure, path)
     for path, text in artifacts.texts.items():
         tracker.log_text(text, path)
+    tracker.log_metrics_once(artifacts.metrics, last_step)
     rows = kind.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
     if rows:
         tracker.log_table(rows, "samples/final.json")
@@ -395,5 +424,8 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
         tracker.log_dict({"tokens": tokens.tolist()}, "input_example.json")
         # What the Keras-flavor model must serve for them: greedy ids, or logits.
         tracker.log_array(kind.serving_output(model, cfg, tokens), "expected_output.npy")
-        tracker.set_tags(tracker.log_model(model, card))  # model_uri, text_model_uri
+        model_tags = tracker.log_model(model, card)  # model_uri, text_model_uri
+        tracker.set_tags(model_tags)
+        if cfg.tracking.register_model is not None:
+            _register(tracker, model_tags["model_uri"], cfg.tracking.register_model)
     tracker.wait()  # the heatmaps: a failure fails the run

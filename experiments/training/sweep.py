@@ -47,10 +47,7 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
     """Validate every point, then train each as a nested run; return the parent run id."""
     base = config_lib.read_yaml(path)
     points = grid_points(parse_grid(specs))
-    prepared = [
-        run.prepare(config_lib.validate(config_lib.apply_overrides(base, overrides + p)))
-        for p in points
-    ]
+    prepared = [run.validate(config_lib.apply_overrides(base, overrides + p)) for p in points]
     client = store.connect()
     cfg0 = prepared[0].cfg
     parent = mlflow.start_run(

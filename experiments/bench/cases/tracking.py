@@ -68,7 +68,7 @@ def tracking_overhead(options: Options) -> dict:
         "tracking.experiment=bench-tracking-overhead",
     ]
     cfg = config.load_config(ready_configs.resolve(s["config"]), overrides)
-    prepared = run.prepare(cfg)
+    prepared = run.validate(cfg)
     cfg, task = prepared.cfg, prepared.task
     keras.utils.set_random_seed(cfg.train.seed)
     model = task.kind.build_model(cfg, task)

@@ -1,34 +1,21 @@
-"""The task kinds, by name: one `TaskKind` object per kind, registered here.
+"""The task kinds, by name: one `TaskKind` object per kind.
 
-A new kind is one module defining a `TaskKind` subclass, plus its line in
-`_KINDS`.
+A new kind is one module in this package that defines a `TaskKind` subclass
+and registers an instance (`register(MyKind())`): every module here is
+imported with the package. Everything that lists, checks or uses kinds (the
+tasks, the runner, tracking, the logged models) asks the kind object, so
+nothing else changes.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from experiments.tasks.kinds.base import TaskKind
-from experiments.tasks.kinds.classification import Classification
-from experiments.tasks.kinds.lm import LanguageModel
-from experiments.tasks.kinds.seq2seq import Seq2Seq
+from experiments.tasks.kinds.registry import get, names, register, unregister
 
-_KINDS: dict[str, TaskKind] = {
-    kind.name: kind
-    for kind in (
-        Classification(),
-        Seq2Seq(),
-        LanguageModel(),
-    )
-}
+__all__ = ["TaskKind", "get", "names", "register", "unregister"]
 
-
-def names() -> tuple[str, ...]:
-    """The registered kind names, in registry order."""
-    return tuple(_KINDS)
-
-
-def get(name: str) -> TaskKind:
-    """The kind registered as `name`."""
-    if name not in _KINDS:
-        choices = ", ".join(repr(n) for n in _KINDS)
-        raise ValueError(f"kind must be one of {choices}. Received: kind={name!r}")
-    return _KINDS[name]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -12,6 +12,7 @@ import training or tracking.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from experiments.config import ExperimentConfig, GenerateConfig
 from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
 from experiments.tasks.vocab import PAD, SPECIALS
-from keras_attn_rnn import samplers
+from keras_attn_rnn import mechanisms, samplers
 
 if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
     from matplotlib.figure import Figure
@@ -39,12 +40,13 @@ GREEDY = GenerateConfig(sampler="greedy")
 
 @dataclass
 class Artifacts:
-    """Files a kind adds at the end of a run: JSON documents, figures and text files (HTML), by
-    artifact path."""
+    """What a kind adds at the end of a run: JSON documents, figures and text files (HTML), by
+    artifact path, and metrics logged once at the last step (a baseline's, say)."""
 
     dicts: dict[str, dict] = field(default_factory=dict)
     figures: dict[str, Figure] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class TaskKind:
@@ -98,6 +100,43 @@ class TaskKind:
                 f"0 for a {self.name} task "
                 "(coverage sums a decoder's alignments over its steps: seq2seq only)",
             )
+        self.check_attention_options(cfg)
+
+    #: options of `model.attention` the kind's model takes besides the mechanism's own
+    #: (checked by the model's constructor when `run.validate` builds it once)
+    attention_options: tuple[str, ...] = ()
+
+    def check_attention_options(self, cfg: ExperimentConfig) -> None:
+        """Every other key of `model.attention` is an option of the chosen mechanism (or one of
+        `attention_options`), with a value its constructor takes."""
+        a = cfg.model.attention
+        options = {
+            k: v for k, v in (a.model_extra or {}).items() if k not in self.attention_options
+        }
+        if not options:
+            return
+        own = [k for k in mechanisms.REGISTRY.arguments(a.mechanism) if k not in _SHARED]
+        for key in options:
+            if key not in own + list(self.attention_options):
+                raise invalid_config(
+                    f"model.attention.{key}",
+                    options[key],
+                    f"no such key: not an option of mechanism {a.mechanism!r} (its options: "
+                    f"{', '.join(own) or 'none'})"
+                    + (
+                        f" nor of a {self.name} model ({', '.join(self.attention_options)})"
+                        if self.attention_options
+                        else ""
+                    ),
+                )
+        # The constructor checks the values (a units placeholder where one is required).
+        trial = {"units": a.units or 1} if "units" in _required(a.mechanism) else {}
+        try:
+            mechanisms.get(a.mechanism, **trial, **options)
+        except (ValueError, TypeError) as err:
+            named = [key for key in options if str(err).startswith(key)]
+            key = named[0] if named else next(iter(options))
+            raise invalid_config(f"model.attention.{key}", options[key], str(err)) from None
 
     #: whether the model's attention has decoder steps a coverage loss can sum over
     has_coverage = False
@@ -205,11 +244,12 @@ class TaskKind:
     def text_card(self, task: Task, cfg: ExperimentConfig) -> dict:
         """What the logged models need besides the trained model, as JSON (the "text card").
 
-        The input vocabulary and how a raw text becomes its tokens
-        (`Task.tokenizer`), the special tokens, the kind, and two examples
-        (raw texts and the token ids `(2, L)` the runner made of them: the
-        first probes); each kind adds what it decodes with (`card_fields`).
-        `experiments/tracking/text_model.py` reads it.
+        The input vocabulary and how a raw text becomes its ids (`input`: the
+        config of `Task.tokenizer`, the `text_tokenizer.Tokenizer` the text
+        model rebuilds), the special tokens, the kind, and two examples (raw
+        texts and the token ids `(2, L)` the runner made of them: the first
+        probes, decoded by the tokenizer); each kind adds what it decodes with
+        (`card_fields`). `experiments/tracking/text_model.py` reads it.
         """
         probes = task.probes.take(slice(0, 2))
         return {
@@ -217,7 +257,7 @@ class TaskKind:
             "kind": self.name,
             "task": task.name,
             "specials": list(SPECIALS),
-            "input": {**task.vocab.to_dict(), **task.tokenizer},
+            "input": task.tokenizer.to_config(),
             **self.card_fields(task, cfg),
             "examples": {
                 "text": [_raw_text(task, row) for row in probes.x],
@@ -256,10 +296,15 @@ def generate_defaults(cfg: ExperimentConfig) -> dict:
 
 
 def _raw_text(task: Task, ids) -> str:
-    """A text that `task.tokenizer` turns into `ids` again: decoded, un-reversed, unpadded."""
-    text = task.vocab.decode(ids)
-    if task.tokenizer.get("reverse"):
-        text = text[::-1]
-    if task.tokenizer.get("pad_to"):
-        text = text.rstrip(" ")
-    return text
+    """A text that `task.tokenizer` turns into `ids` again (`Tokenizer.decode`)."""
+    return task.tokenizer.decode(ids)
+
+
+# The arguments every mechanism takes from the kind (`TaskKind.attention`), not options.
+_SHARED = ("score", "units", "normalizer")
+
+
+def _required(mechanism: str) -> set[str]:
+    """The constructor arguments of a mechanism that have no default."""
+    parameters = inspect.signature(mechanisms.REGISTRY.class_for(mechanism).__init__).parameters
+    return {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}

@@ -7,8 +7,9 @@ import html
 import numpy as np
 from matplotlib.figure import Figure
 
-from experiments.tasks import metrics, modeling
+from experiments.tasks import baseline, metrics, modeling
 from experiments.tasks.kinds.base import Artifacts, TaskKind
+from experiments.tasks.kinds.registry import register
 from keras_attn_rnn import models
 
 
@@ -68,11 +69,14 @@ class Classification(TaskKind):
         )
 
     def final_artifacts(self, model, task, split):
-        """The confusion matrix of `split` (JSON and figure), and the probes' tokens highlighted by
-        their attention weight (`probes.html`)."""
+        """The confusion matrix of `split` (JSON and figure), the probes' tokens highlighted by
+        their attention weight (`probes.html`), and a linear baseline's accuracy and macro-F1 on
+        `split`, trained on the run's training split (`baseline_test_*`)."""
         predictions = np.argmax(modeling.predict_logits(model, split.inputs), -1)
         matrix = metrics.confusion_matrix(split.y, predictions, len(task.class_names))
+        scores = baseline.linear_baseline(task.train, split, len(task.class_names))
         return Artifacts(
+            metrics={f"baseline_test_{name}": value for name, value in scores.items()},
             dicts={
                 "confusion_matrix.json": {"classes": task.class_names, "matrix": matrix.tolist()}
             },
@@ -134,3 +138,6 @@ def confusion_figure(matrix: np.ndarray, class_names: list[str]) -> Figure:
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
     return fig
+
+
+register(Classification())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from experiments.tasks import metrics
 from experiments.tasks.kinds.base import TaskKind, generate_defaults
+from experiments.tasks.kinds.registry import register
 from keras_attn_rnn import models
 
 HEATMAP_TOKENS = 32  # a probe's causal heatmap shows its first tokens only
@@ -17,13 +18,14 @@ class LanguageModel(TaskKind):
     default_score = "dot"
     metric_names = ("perplexity", "bits_per_char")
     primary_metric = "test_bits_per_char"
+    attention_options = ("window",)  # SequenceAttention's local window
 
     def build_model(self, cfg, task):
         m = cfg.model
         return models.AttentiveLanguageModel(
             vocab_size=len(task.vocab),
             num_layers=m.num_layers,
-            attention={**self.attention(cfg), "window": m.attention.window},
+            attention={**self.attention(cfg), **m.attention.model_extra},  # window
             embedding_dim=m.embedding_dim,
             units=m.units,
             rnn=m.rnn,
@@ -38,7 +40,7 @@ class LanguageModel(TaskKind):
         if count == 0:
             return []
         prompts = (gen_cfg.prompts or task.prompts)[:count]
-        ids = [task.vocab.encode(p) for p in prompts]
+        ids = [task.tokenizer.encode(p) for p in prompts]  # as the served text model does
         decoded = self.decode(model, gen_cfg, ids, self.decode_length(task, gen_cfg))
         return [
             {"prompt": p, "continuation": task.vocab.decode(row)}
@@ -60,3 +62,6 @@ class LanguageModel(TaskKind):
         n = min(HEATMAP_TOKENS, len(source))
         tokens = source[:n]
         return weights[:n, :n], tokens, tokens, f"probe {i}: causal self-attention"
+
+
+register(LanguageModel())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
 from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
+from experiments.tasks.kinds.registry import register
 from experiments.tasks.vocab import END, PAD, START
 from keras_attn_rnn import mechanisms, models
 
@@ -39,10 +40,9 @@ class Seq2Seq(TaskKind):
 
     def attention(self, cfg):
         """Score, units, normalizer, and the mechanism with its options (`model.attention`'s
-        other keys, and `window` when set)."""
+        other keys)."""
         a = cfg.model.attention
-        window = {} if a.window is None else {"window": a.window}
-        return {**super().attention(cfg), "mechanism": a.mechanism, **window, **a.model_extra}
+        return {**super().attention(cfg), "mechanism": a.mechanism, **a.model_extra}
 
     def build_model(self, cfg, task):
         m = cfg.model
@@ -133,3 +133,6 @@ class Seq2Seq(TaskKind):
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+register(Seq2Seq())

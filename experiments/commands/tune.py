@@ -1,0 +1,123 @@
+"""`tune CONFIG --space KEY=SPEC ... [--trials N] [--workers K] [--storage URL]`: an Optuna
+study, one nested MLflow run per trial, the best model registered as `champion`."""
+
+from __future__ import annotations
+
+import argparse
+
+from experiments import ready_configs
+from experiments.commands import common
+
+SPACE_HELP = (
+    "a searched key and its distribution: float:LOW:HIGH[:log], int:LOW:HIGH[:log] or "
+    "categorical:A,B,... (repeatable; adds to or replaces the config's tune.space)"
+)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "tune", help="hyperparameter search (Optuna): one nested run per trial, best registered"
+    )
+    common.add_config_arguments(parser, "YAML config file or ready config name")
+    parser.add_argument("--space", action="append", default=[], metavar="KEY=SPEC", help=SPACE_HELP)
+    parser.add_argument("--trials", type=_positive, help="trials in the study (default 10)")
+    parser.add_argument(
+        "--metric", help="per-epoch metric to optimise (default: the task's val_ selection metric)"
+    )
+    parser.add_argument("--direction", choices=("maximize", "minimize"))
+    parser.add_argument("--sampler", choices=("tpe", "random", "grid"), help="default tpe")
+    parser.add_argument("--pruner", choices=("median", "none"), help="default median")
+    parser.add_argument(
+        "--storage",
+        metavar="URL",
+        help="Optuna storage shared by the workers: sqlite:///PATH, postgresql://..., "
+        "journal:PATH (default: mlruns/optuna.db)",
+    )
+    parser.add_argument(
+        "--study", help="study name (default: EXPERIMENT-CONFIGNAME); reused = resumed"
+    )
+    parser.add_argument(
+        "--workers", type=_positive, default=1, help="trial processes on this machine (default 1)"
+    )
+    parser.add_argument(
+        "--register-as", metavar="NAME", help="registered model name (default: the experiment)"
+    )
+    parser.add_argument(
+        "--heartbeat",
+        type=_positive,
+        metavar="SECONDS",
+        help="trial heartbeat; a trial silent for 3 beats is failed and retried (default 30)",
+    )
+    parser.add_argument("--seed", type=int, help="sampler seed (default: random)")
+    parser.set_defaults(handler=handle)
+
+
+def worker_argv(args) -> list[str]:
+    """The command line of one more worker of the same study."""
+    argv = [args.config]
+    for flag, values in (("--set", args.overrides), ("--space", args.space)):
+        for value in values:
+            argv += [flag, value]
+    for name in (
+        "trials",
+        "metric",
+        "direction",
+        "sampler",
+        "pruner",
+        "register_as",
+        "heartbeat",
+        "seed",
+    ):
+        value = getattr(args, name)
+        if value is not None:
+            argv += ["--" + name.replace("_", "-"), str(value)]
+    return argv
+
+
+def handle(args) -> int:
+    from experiments.tracking import registry, store
+    from experiments.training import study_storage, tune
+
+    path = ready_configs.resolve(args.config)
+    flags = {
+        name: getattr(args, name)
+        for name in (
+            "space",
+            "trials",
+            "metric",
+            "direction",
+            "sampler",
+            "pruner",
+            "storage",
+            "study",
+            "register_as",
+            "heartbeat",
+            "workers",
+            "seed",
+        )
+    }
+    plan = tune.plan(path, args.overrides, flags)
+    plan.worker_argv = worker_argv(args)
+    outcome = tune.run_study(plan)
+    study = outcome.study
+    print(f"study: {plan.study} ({study_storage.redact(plan.storage)})")
+    print(f"parent run id: {outcome.parent_run_id}")
+    done = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.value is not None and t.state.name == "COMPLETE"
+    ]
+    if done:
+        best = study.best_trial
+        print(f"best trial: {best.number}  {plan.metric}={best.value:.4g}  {best.params}")
+        print(f"champion: models:/{plan.register_as}@{registry.CHAMPION}")
+    print(f"tracking store: {store.tracking_uri()}")
+    print("review it with: make ui   (or: python -m experiments ui)")
+    return 0
