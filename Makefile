@@ -58,17 +58,19 @@ postgres:
 		apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
-# The layer suite and one runner test on the lower bounds of pyproject.toml (TensorFlow).
+# The layer suite, one runner test, the baseline (scikit-learn) and tune's checks (Optuna)
+# on the lower bounds of pyproject.toml (TensorFlow).
 test-oldest: $(STAMP)
 	rm -rf $(OLDEST)
 	$(VENV)/bin/uv venv -q -p $(PY) $(OLDEST)
 	$(PY) .ci/lower_bounds.py > $(OLDEST)/constraints.txt
 	$(VENV)/bin/uv pip install -q -p $(OLDEST_PY) -c $(OLDEST)/constraints.txt \
 		-e ".[experiments,plotting]" pytest pytest-xdist hypothesis
-	$(VENV)/bin/uv pip list -q -p $(OLDEST_PY) | grep -iE "^(keras|tensorflow|mlflow|numpy|pydantic) "
+	$(VENV)/bin/uv pip list -q -p $(OLDEST_PY) | grep -iE "^(keras|tensorflow|mlflow|numpy|pydantic|optuna|scikit-learn|psycopg|filelock) "
 	KERAS_BACKEND=tensorflow $(OLDEST_PY) -m pytest -q -p no:cacheprovider -n 2 -m layers tests
 	KERAS_BACKEND=tensorflow $(OLDEST_PY) -m pytest -q -p no:cacheprovider \
-		"tests/test_experiments_runs.py::test_run_logs_everything[reverse]"
+		"tests/test_experiments_runs.py::test_run_logs_everything[reverse]" \
+		tests/test_baseline.py "tests/test_experiments_tune.py::test_a_bad_study_exits_2_before_anything_is_created"
 
 # sdist + wheel in dist/, checked by twine; the wheel holds the library only.
 dist: $(STAMP)

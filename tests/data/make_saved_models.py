@@ -7,6 +7,11 @@ the repository were saved before the additive core moved into `scores` and `Seq2
 decoder kinds became objects, issue 23):
 
     KERAS_BACKEND=tensorflow python tests/data/make_saved_models.py
+
+with the oldest Keras `pyproject.toml` allows (the `.venv-oldest` of `make test-oldest`):
+Keras loads files an older Keras saved, not newer ones (a 3.15 file names initializer
+arguments 3.10 lacks). The files in the repository: Keras 3.10.0, TensorFlow 2.18, git
+fbdcee4 (with this script and `saved_models_cases.py` copied in).
 """
 
 import json
