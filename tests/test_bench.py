@@ -95,6 +95,30 @@ def test_only_runs_the_named_benchmarks_and_skips_missing_peers(tmp_path, monkey
     _check_result("causal_dot_vs_keras", report["results"]["causal_dot_vs_keras"])
 
 
+def test_decoder_vs_tfa_reports_the_floor_beside_the_peer(tmp_path, monkeypatch):
+    """A stand-in peer interpreter answers with fixed times: the floor (the decoder's step
+    without attention) is timed in this process, and the speedup limit is peer / floor."""
+    monkeypatch.setenv(TINY_ENV, "1")
+    peer = tmp_path / "peer-python"
+    peer.write_text(
+        "#!/bin/sh\n"
+        'echo \'{"times_s": [0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25], "tf": "stand-in"}\'\n'
+    )
+    peer.chmod(0o755)
+    out = tmp_path / "tfa.json"
+    argv = ["bench", "--only", "decoder_vs_tfa", "--no-mlflow", "--tfa-python", str(peer)]
+
+    assert commands.main([*argv, "--out", str(out)]) == 0
+
+    result = json.loads(out.read_text())["results"]["decoder_vs_tfa"]
+    _check_result("decoder_vs_tfa", result)
+    assert result["peer_s"] == 0.25
+    for mode in ("graph", "xla"):
+        assert result["modes"][mode]["floor_s"] > 0
+    assert result["floor_s"] == result["modes"][result["fastest"]["project"]]["floor_s"]
+    assert result["speedup_limit"] == pytest.approx(0.25 / result["floor_s"])
+
+
 def test_ratio_is_the_median_pair_ratio_and_speedup_inverts_it():
     cost = summarize([2.0, 3.0, 4.0], [1.0, 1.0, 1.0], speedup=False)
     assert cost["ratio"] == 3.0 and cost["spread"]["iqr"] == [2.5, 3.5]

@@ -38,7 +38,8 @@ def _decoder_data(options: Options):
 def decoder_step(
     kind: str, options: Options, jit_compile: bool, score: str = "additive", mechanism=None
 ) -> Callable[[], float]:
-    """A training step of a Bahdanau (in-loop) or Luong (parallel) decoder.
+    """A training step of a Bahdanau (in-loop) or Luong (parallel) decoder, or (`"floor"`)
+    of the work a Bahdanau decoder with input feeding cannot avoid, without its attention.
 
     The workload of `tfa_peer.py`: memory `(B, S, U)` with per-example
     lengths in `[S/2, S]`, decoder inputs `(B, T, U)`, additive attention
@@ -63,6 +64,18 @@ def decoder_step(
 
         def hidden():
             return decoder([inputs, memory], mask=[None, memory_mask])
+    elif kind == "floor":
+        # What any Bahdanau decoder with input feeding does at least: the LSTM over inputs of
+        # width 2U (the input and the fed-back attention; here all of it one GEMM before the
+        # loop), the attention layer and the projection, with no attention scores at all.
+        rnn = keras.layers.LSTM(u, return_sequences=True)
+        attention_layer = keras.layers.Dense(u, activation="tanh", use_bias=False)
+        layers = [rnn, attention_layer, projection]
+        fed = ops.concatenate([inputs, ops.zeros_like(inputs)], axis=-1)
+
+        def hidden():
+            h = rnn(fed)
+            return attention_layer(ops.concatenate([h, h], axis=-1))
     else:
         rnn = keras.layers.LSTM(u, return_sequences=True)
         attention = SequenceAttention(score=score, **units)
@@ -199,15 +212,18 @@ def decoder_vs_tfa(options: Options) -> dict:
     r = options.repeats
     block = r["step"]
     modes = {"graph": False, "xla": True}
-    project_steps, errors = {}, {}
+    project_steps, floor_steps, errors = {}, {}, {}
     for mode, jit in modes.items():
         try:
             step = decoder_step("bahdanau", options, jit)
+            floor = decoder_step("floor", options, jit)
             for _ in range(r["warmup"]):
                 step()
-            project_steps[mode] = step
+                floor()
+            project_steps[mode], floor_steps[mode] = step, floor
         except Exception as err:  # e.g. an op XLA cannot compile: report, keep the other mode
             errors[f"project_{mode}"] = f"{type(err).__name__}: {str(err)[:300]}"
+    floor_blocks = {m: [] for m in modes}
     project_blocks = {m: [] for m in modes}
     peer_blocks = {m: [] for m in modes}
     peer_info = {}
@@ -218,8 +234,12 @@ def decoder_vs_tfa(options: Options) -> dict:
 
             def project_block(mode=mode):
                 if mode in project_steps:
-                    times = [timing.clock(project_steps[mode]) for _ in range(block)]
+                    times, floors = [], []
+                    for _ in range(block):  # the floor step alternates with the decoder's
+                        times.append(timing.clock(project_steps[mode]))
+                        floors.append(timing.clock(floor_steps[mode]))
                     project_blocks[mode].append(times)
+                    floor_blocks[mode].append(floors)
 
             def peer_block(mode=mode, jit=jit):
                 if f"peer_{mode}" in errors:
@@ -245,9 +265,11 @@ def decoder_vs_tfa(options: Options) -> dict:
     per_mode = {}
     for mode in modes:
         p, q = med(project_blocks[mode]), med(peer_blocks[mode])
+        f = med(floor_blocks[mode])
         per_mode[mode] = {
             "project_s": p,
             "peer_s": q,
+            "floor_s": f,
             "speedup": (q / p) if p and q else None,
             "jit_compile": modes[mode],
         }
@@ -266,6 +288,11 @@ def decoder_vs_tfa(options: Options) -> dict:
         **result,
         "project_s": per_mode[best_project]["project_s"],
         "peer_s": per_mode[best_peer]["peer_s"],
+        # The floor: the same step with no attention scores (see decoder_step("floor")), in
+        # the project's fastest mode; peer_s / floor_s is the most speedup any decoder with
+        # input feeding could show against the peer here.
+        "floor_s": per_mode[best_project]["floor_s"],
+        "speedup_limit": per_mode[best_peer]["peer_s"] / per_mode[best_project]["floor_s"],
         "project": f"AttentionDecoder(LSTMCell(U), additive, attention_layer_size=U), Dense(V), "
         f"Adam step in one tf.function; fastest mode: {best_project}",
         "peer": f"tfa AttentionWrapper(BahdanauAttention(U), LSTMCell(U)) + tf.keras RNN, "
