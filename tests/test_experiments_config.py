@@ -299,7 +299,7 @@ def test_validating_mechanism_options_creates_no_backend_variable():
     )
     assert cfg.model.attention.model_extra == {"sigmoid_noise": 1.0}
     for name in mechanisms.names():
-        units = {"units": 4} if name in ("location", "coverage") else {}
+        units = {"units": 4} if name in ("location", "coverage", "gmm") else {}
         noise = {"sigmoid_noise": 1.0} if name == "monotonic" else {}
         assert mechanisms.get(name, **units, **noise).variables == [], name
 

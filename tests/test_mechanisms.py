@@ -325,6 +325,8 @@ def every_mechanism():
         "location": mechanisms.LocationSensitiveAttention(5, filters=2, kernel_size=3),
         "coverage": mechanisms.CoverageAttention(5),
         "local_p": mechanisms.LocalPredictiveAttention("general", window=2),
+        "gmm": mechanisms.GMMAttention(5, num_mixtures=2),
+        "gmm_v2": mechanisms.GMMAttention(5, num_mixtures=2, version="v2"),
         "content_sparsemax": mechanisms.ContentAttention(
             "additive", units=4, normalizer="sparsemax"
         ),
@@ -464,10 +466,9 @@ def test_every_mechanism_saves_loads_and_round_trips(tmp_path):
 def test_mixed_precision_is_finite_for_every_mechanism(policy):
     keras.config.set_dtype_policy(policy)
     x, memory, x_mask = decoder_data()
+    every = list(every_mechanism().values())
     decoder = AttentionDecoder(
-        keras.layers.LSTMCell(D_Q),
-        attention=list(every_mechanism().values()),
-        attention_layer_size=[4] * 7,
+        keras.layers.LSTMCell(D_Q), attention=every, attention_layer_size=[4] * len(every)
     )
     outputs, alignments = decoder([x, memory], mask=[x_mask, MASK], return_attention_scores=True)
     assert np.all(np.isfinite(to_numpy(outputs).astype("float32")))
@@ -480,7 +481,8 @@ def test_mixed_precision_is_finite_for_every_mechanism(policy):
 @pytest.mark.slow  # ~50 s on TF, ~90 s on JAX (eager JAX); JAX runs the one-mechanism variant
 def test_jit_compiled_training_equals_eager_for_every_mechanism():
     x, memory, x_mask = decoder_data()
-    y = np.random.default_rng(0).normal(size=(B, T, 4 * 7)).astype("float32")
+    count = len(every_mechanism())
+    y = np.random.default_rng(0).normal(size=(B, T, 4 * count)).astype("float32")
 
     def trained(jit_compile):
         keras.utils.set_random_seed(7)
@@ -489,7 +491,7 @@ def test_jit_compiled_training_equals_eager_for_every_mechanism():
         decoder = AttentionDecoder(
             keras.layers.LSTMCell(D_Q),
             attention=list(every_mechanism().values()),
-            attention_layer_size=[4] * 7,
+            attention_layer_size=[4] * count,
         )
         model = keras.Model([x_in, m_in, mask_in], decoder([x_in, m_in], mask=[None, mask_in]))
         model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", jit_compile=jit_compile)
@@ -550,6 +552,14 @@ def test_jit_compiled_training_equals_eager_for_every_mechanism():
         (
             lambda: mechanisms.LocationSensitiveAttention(4, cumulative="yes"),
             r"cumulative must be True or False. Received: cumulative='yes'",
+        ),
+        (
+            lambda: mechanisms.GMMAttention(4, version="v1"),
+            r"version must be one of 'v2', 'v2b'. Received: version='v1'",
+        ),
+        (
+            lambda: mechanisms.GMMAttention(4, num_mixtures=0),
+            r"num_mixtures must be a positive integer. Received: num_mixtures=0",
         ),
         (
             lambda: AttentionDecoder(

@@ -258,6 +258,7 @@ def every_mechanism():
         mechanisms.LocationSensitiveAttention(4, filters=2, kernel_size=3),
         mechanisms.CoverageAttention(4),
         mechanisms.LocalPredictiveAttention("general", window=2),
+        mechanisms.GMMAttention(4, num_mixtures=2),
     ]
 
 
@@ -270,7 +271,7 @@ def padded_memory(fill):
 
 
 @pytest.mark.parametrize("fill", [np.nan, np.inf])
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(len(every_mechanism())))
 def test_padded_memory_influences_nothing_in_the_decoder(index, fill):
     decoder = AttentionDecoder(
         keras.layers.LSTMCell(3), attention=every_mechanism()[index], attention_layer_size=4
@@ -435,7 +436,14 @@ def test_coverage_loss_averages_over_real_steps_only():
 
 
 def test_the_mechanism_registry_names_every_mechanism():
-    assert mechanisms.names() == ("content", "monotonic", "location", "coverage", "local_p")
+    assert mechanisms.names() == (
+        "content",
+        "monotonic",
+        "location",
+        "coverage",
+        "local_p",
+        "gmm",
+    )
     for name in mechanisms.names():
         assert issubclass(mechanisms.class_for(name), mechanisms.Mechanism)
 

@@ -214,6 +214,7 @@ MECHANISM_OPTIONS = {
     "location": {"mechanism": "location", "units": 5, "filters": 2, "kernel_size": 3},
     "coverage": {"mechanism": "coverage", "units": 5},
     "local_p": {"mechanism": "local_p", "score": "general", "window": 2},
+    "gmm": {"mechanism": "gmm", "units": 5, "num_mixtures": 2},
     "sparsemax": {"score": "additive", "normalizer": "sparsemax"},
 }
 

@@ -34,7 +34,7 @@ REGISTRIES = {kind: module.REGISTRY for kind, module in MODULES.items()}
 # The smallest constructor arguments of each member that has required ones.
 MINIMAL_ARGUMENTS = {
     "score": {},
-    "mechanism": {"location": {"units": 4}, "coverage": {"units": 4}},
+    "mechanism": {"location": {"units": 4}, "coverage": {"units": 4}, "gmm": {"units": 4}},
     # small enough that the cut changes which tokens are drawn (a lost value shows)
     "sampler": {"top_k": {"k": 2}, "top_p": {"p": 0.5}},
 }
@@ -43,6 +43,7 @@ MINIMAL_ARGUMENTS = {
 SUM_AT_MOST_ONE = {
     "monotonic": "the probability of stopping at each position (the rest runs off the end)",
     "local_p": "content weights times a Gaussian around the predicted position",
+    "gmm": "a mixture of Gaussians' mass on each position (the rest lies outside the memory)",
 }
 
 # Known library defects, each an xfail(strict=True): fixing one makes its case XPASS (fail).

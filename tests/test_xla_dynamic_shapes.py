@@ -43,6 +43,7 @@ def _model():
         mechanisms.LocationSensitiveAttention(6, filters=4, kernel_size=3),
         mechanisms.CoverageAttention(6),
         mechanisms.LocalPredictiveAttention(window=2),
+        mechanisms.GMMAttention(6, num_mixtures=2),
     ]
     # every registered mechanism is among them
     assert {type(m) for m in every} == {mechanisms.class_for(n) for n in mechanisms.names()}

@@ -8,6 +8,7 @@ to look. See `Mechanism` for the interface a new one implements.
 from keras_attn_rnn import registry
 from keras_attn_rnn.mechanisms.content_attention import ContentAttention
 from keras_attn_rnn.mechanisms.coverage_attention import CoverageAttention
+from keras_attn_rnn.mechanisms.gmm_attention import GMMAttention
 from keras_attn_rnn.mechanisms.local_predictive_attention import LocalPredictiveAttention
 from keras_attn_rnn.mechanisms.location_sensitive_attention import LocationSensitiveAttention
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
@@ -16,6 +17,7 @@ from keras_attn_rnn.mechanisms.monotonic_attention import MonotonicAttention
 __all__ = [
     "ContentAttention",
     "CoverageAttention",
+    "GMMAttention",
     "LocalPredictiveAttention",
     "LocationSensitiveAttention",
     "Mechanism",
@@ -39,6 +41,7 @@ REGISTRY = registry.Registry(
         "location": LocationSensitiveAttention,
         "coverage": CoverageAttention,
         "local_p": LocalPredictiveAttention,
+        "gmm": GMMAttention,
     },
 )
 

@@ -44,14 +44,15 @@ class Seq2Seq(AttentiveModel):
         bidirectional: bidirectional encoder.
         decoder: `"bahdanau"` or `"luong"`.
         attention: dict with `mechanism` (`"content"` (default),
-            `"monotonic"`, `"location"`, `"coverage"` or `"local_p"`: the
-            classes of `keras_attn_rnn.mechanisms`), `score` (default
+            `"monotonic"`, `"location"`, `"coverage"`, `"local_p"`, `"gmm"`
+            or another name of `keras_attn_rnn.mechanisms.names()`), `score` (default
             `"additive"`), `units` (hidden size of `score="additive"`, or of
             the location and coverage mechanisms: default the RNN size),
             `normalizer` (default `"softmax"`), and the chosen mechanism's
             own options (`mode`, `sigmoid_noise`, `score_bias_init`;
             `filters`, `kernel_size`, `location_features`, `cumulative`;
-            `window`). `"luong"` takes content attention only.
+            `window`; `num_mixtures`, `version`). `"luong"` takes content
+            attention only.
         attention_layer_size: size of the attention layer; for `"bahdanau"`
             `None` uses the context itself, for `"luong"` it defaults to
             `units`.
