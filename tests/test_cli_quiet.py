@@ -60,6 +60,24 @@ def test_a_command_that_loads_tensorflow_prints_only_its_own_error():
     assert not [line for line in done.stderr.splitlines() if "] " in line or "absl" in line]
 
 
+# JAX: installed with the dev extra (torch comes only with `make test-torch`, after this suite).
+@pytest.mark.parametrize("backend", ["jax"])
+def test_the_runner_on_another_backend_is_a_clear_error_before_any_run(backend, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", "run", "demo", "--set", "train.epochs=1"],
+        capture_output=True,
+        text=True,
+        env=_env(
+            KERAS_BACKEND=backend, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path}/mlruns/mlflow.db"
+        ),
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"KERAS_BACKEND: got '{backend}'; expected 'tensorflow'" in done.stderr
+    assert not (tmp_path / "mlruns").exists()  # checked before the store is opened
+
+
 def test_the_filter_drops_native_lines_and_forwards_the_rest(capfd, monkeypatch):
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     kept = [b"Traceback (most recent call last):", b"  ValueError: x ] y", b"F0000 fatal stays"]

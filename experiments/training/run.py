@@ -57,6 +57,7 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
     strategy must come before TensorFlow's first op), and what depends on the metrics
     the task logs. Every failure is a `ConfigError` naming the key.
     """
+    _check_backend()
     if not isinstance(cfg, ExperimentConfig):
         cfg = config_lib.validate(cfg)
     distribute.check(cfg)
@@ -94,6 +95,20 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
             "is known for loss, val_loss and val_<compiled metric> only)",
         )
     return Prepared(cfg, task)
+
+
+def _check_backend() -> None:
+    """The runner trains on TensorFlow only (tf.data input, tf.distribute strategies, a
+    SavedModel as the logged model); the library's layers run on every Keras backend."""
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise invalid_config(
+            "KERAS_BACKEND",
+            backend,
+            "'tensorflow' (or unset): the runner's input pipeline (tf.data), strategies "
+            "(tf.distribute) and logged SavedModel need it; the library's layers and models "
+            "run on jax and torch too",
+        )
 
 
 def _check_model(cfg: ExperimentConfig, task: Task) -> None:
