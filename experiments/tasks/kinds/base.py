@@ -12,7 +12,6 @@ import training or tracking.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -130,7 +129,9 @@ class TaskKind:
                     ),
                 )
         # The constructor checks the values (a units placeholder where one is required).
-        trial = {"units": a.units or 1} if "units" in _required(a.mechanism) else {}
+        required = set(mechanisms.REGISTRY.arguments(a.mechanism))
+        required -= set(mechanisms.REGISTRY.defaults(a.mechanism))
+        trial = {"units": a.units or 1} if "units" in required else {}
         try:
             mechanisms.get(a.mechanism, **trial, **options)
         except (ValueError, TypeError) as err:
@@ -302,9 +303,3 @@ def _raw_text(task: Task, ids) -> str:
 
 # The arguments every mechanism takes from the kind (`TaskKind.attention`), not options.
 _SHARED = ("score", "units", "normalizer")
-
-
-def _required(mechanism: str) -> set[str]:
-    """The constructor arguments of a mechanism that have no default."""
-    parameters = inspect.signature(mechanisms.REGISTRY.class_for(mechanism).__init__).parameters
-    return {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
