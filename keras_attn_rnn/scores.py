@@ -12,8 +12,9 @@ a decoder step's `(B, d_q)` query. `build(query_shape, keys_shape)` creates
 only the weights the score needs, named after their role.
 
 The additive core `v . tanh(q W_q + k W_k [+ ...])` is written once, in
-`additive_energy` (with `add_projections` and `additive_step`): `Additive` and
-the mechanisms that add a term of their own inside the tanh compose it.
+`additive_energy` (with `add_projections`, `additive_keys` and `additive_step`):
+`Additive` and the mechanisms that add a term of their own inside the tanh
+compose it.
 """
 
 import math
@@ -216,8 +217,9 @@ class Additive(Score):
             self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
 
     def prepare_keys(self, keys):
-        keys = ops.matmul(keys, self._w(self.key_kernel))
-        return keys + self._w(self.b) if self.normalize else keys
+        return additive_keys(
+            keys, self._w(self.key_kernel), self._w(self.b) if self.normalize else None
+        )
 
     def prepare_query(self, query):
         return ops.matmul(query, self._w(self.query_kernel))
@@ -248,6 +250,12 @@ def add_projections(layer, query_dim, key_dim, units):
     layer.key_kernel = layer.add_weight(
         name="key_kernel", shape=(key_dim, units), initializer="glorot_uniform"
     )
+
+
+def additive_keys(keys, key_kernel, bias=None):
+    """The keys' side of the core, `k W_k [+ b]` `(..., U)`, once per memory."""
+    keys = ops.matmul(keys, key_kernel)
+    return keys if bias is None else keys + bias
 
 
 def additive_energy(v, *terms):

@@ -64,8 +64,8 @@ class CoverageAttention(Mechanism):
             self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
 
     def prepare_keys(self, memory):
-        keys = ops.matmul(memory, self._w(self.key_kernel))
-        return keys + self._w(self.b) if self.use_bias else keys
+        bias = self._w(self.b) if self.use_bias else None
+        return scores.additive_keys(memory, self._w(self.key_kernel), bias)
 
     def initial_state(self, keys, memory_mask):
         return {"coverage": ops.zeros(ops.shape(keys)[:2], "float32")}

@@ -100,8 +100,8 @@ class LocationSensitiveAttention(Mechanism):
             self.b = self.add_weight(name="b", shape=(units,), initializer="zeros")
 
     def prepare_keys(self, memory):
-        keys = ops.matmul(memory, self._w(self.key_kernel))
-        return keys + self._w(self.b) if self.use_bias else keys
+        bias = self._w(self.b) if self.use_bias else None
+        return scores.additive_keys(memory, self._w(self.key_kernel), bias)
 
     def initial_state(self, keys, memory_mask):
         zeros = ops.zeros(ops.shape(keys)[:2], "float32")
