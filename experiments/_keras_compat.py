@@ -29,16 +29,17 @@ Keras release moves, renames or re-shapes any of them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 
 import keras
-import tensorflow as tf
 
 # Private: Keras' backend functions (`cudnn_ok`) and its global state (see above).
 from keras.src import backend as keras_backend
 from keras.src.backend.common import global_state
 
-# Private: the TensorFlow trainer module (keras-team/keras#20585, see above).
-from keras.src.backend.tensorflow import trainer as tf_trainer
+# Private: the TensorFlow trainer module (keras-team/keras#20585, see above). Imported when
+# the patch is made (on the TensorFlow backend only): it imports TensorFlow.
+TF_TRAINER = "keras.src.backend.tensorflow.trainer"
 
 PATCH_MARK = "_multi_worker_patch"
 
@@ -55,6 +56,9 @@ def patch_keras_for_multi_worker() -> None:
     `axis=None` (the mean over all replicas of all workers) for the second.
     Other strategies are untouched; calling this twice is harmless.
     """
+    import tensorflow as tf  # the TensorFlow backend's own patch (see TF_TRAINER)
+
+    tf_trainer = importlib.import_module(TF_TRAINER)
     if getattr(tf_trainer.reduce_per_replica, PATCH_MARK, False):
         return
     # Private: how `fit` reduces per-replica step outputs; no public hook replaces it.

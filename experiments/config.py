@@ -288,10 +288,12 @@ class TrainConfig(_Section):
     optimizer: Literal["adam", "adamw", "rmsprop", "sgd"] = "adam"
     clipnorm: float | None = Field(1.0, gt=0.0)
     seed: int = 0
-    mixed_precision: bool = False
+    # true or "float16": Keras' mixed_float16 policy; "bfloat16": mixed_bfloat16
+    mixed_precision: bool | Literal["float16", "bfloat16"] = False
     jit_compile: bool = False
     run_eagerly: bool = False
-    distribute: Literal["none", "mirrored", "multi_worker"] = "none"
+    # mirrored, multi_worker: TensorFlow; data_parallel: JAX (experiments.training.distribute)
+    distribute: Literal["none", "mirrored", "multi_worker", "data_parallel"] = "none"
     early_stopping: EarlyStoppingConfig | None = None
     eval_examples: int = Field(512, ge=1)
     # attention losses (keras_attn_rnn.losses): the alignment cross-entropy needs a task with

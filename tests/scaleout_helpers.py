@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Runs the CLI in a fresh interpreter with TensorFlow's deterministic ops enabled.
 DETERMINISTIC_MAIN = r"""
 import sys
-import tensorflow as tf
-tf.config.experimental.enable_op_determinism()
+import keras
+if keras.backend.backend() == "tensorflow":  # JAX and PyTorch on CPU are deterministic
+    import tensorflow as tf
+    tf.config.experimental.enable_op_determinism()
 from experiments.commands import main
 sys.exit(main(sys.argv[1:]))
 """

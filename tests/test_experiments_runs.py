@@ -27,7 +27,15 @@ from PIL import Image
 from experiments.commands import main
 from experiments.tracking.tracker import ARTIFACT_THREAD
 
-TAGS = {"task", "model", "score", "git_commit", "tensorflow_version", "keras_version"}
+TAGS = {
+    "task",
+    "model",
+    "score",
+    "git_commit",
+    "keras_backend",
+    "tensorflow_version",
+    "keras_version",
+}
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}
 COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second"}
 COMMON_METRICS |= {"val_attention_entropy", "test_attention_entropy", "duplicate_rows"}

@@ -34,7 +34,9 @@ def _config(folder: Path, checkpoints: Path) -> Path:
         train={
             "epochs": EPOCHS,
             "batch_size": 16,
-            "run_eagerly": True,  # no tracing: cheaper for five short-lived processes
+            # no tracing: cheaper for five short processes, and epochs slow enough to be
+            # killed in the middle of the run (compiled, JAX finishes before the first kill)
+            "run_eagerly": True,
             "seed": 11,
             "checkpoint_dir": str(checkpoints),
         },
@@ -77,16 +79,17 @@ def _weights(path: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
-def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path):
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path, backend):
     ref_ck, kill_ck = tmp_path / "ref-ck", tmp_path / "kill-ck"
     ref_uri, kill_uri = migrated_store(tmp_path / "ref"), migrated_store(tmp_path / "kill")
     ref = cli(
         ["run", str(_config(tmp_path / "ref", ref_ck))],
-        child_env(MLFLOW_TRACKING_URI=ref_uri),
+        child_env(MLFLOW_TRACKING_URI=ref_uri, KERAS_BACKEND=backend),
         tmp_path,
         deterministic=True,
     )
-    env = child_env(MLFLOW_TRACKING_URI=kill_uri)
+    env = child_env(MLFLOW_TRACKING_URI=kill_uri, KERAS_BACKEND=backend)
     rng = random.Random()
     proc = cli(["run", str(_config(tmp_path / "kill", kill_ck))], env, tmp_path, True)
     delays = [_kill_after_next_checkpoint(proc, kill_ck, rng)]
@@ -103,6 +106,7 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path):
 
     (run,) = runs(kill_uri)  # resume never created another run
     assert run.info.run_id == run_id and run.info.status == "FINISHED"
+    assert run.data.tags["keras_backend"] == backend
     steps = metric_steps(mlflow.MlflowClient(kill_uri), run_id)
     for key, got in steps.items():
         expected = (

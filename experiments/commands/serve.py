@@ -91,7 +91,8 @@ def model_uri(run_id: str, model: str) -> str:
     if not uri:
         raise errors.ConfigError(
             f"RUN_ID: run {run_id} has no logged {model} (no {tag} tag: it ran with "
-            "tracking.log_model=false, did not finish, or predates logged models)"
+            "tracking.log_model=false, did not finish, predates logged models, or trained "
+            "on a backend other than TensorFlow, which logs the text_model only)"
         )
     if uri.startswith("spooled:"):
         raise errors.ConfigError(

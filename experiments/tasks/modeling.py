@@ -8,8 +8,8 @@ models' call conventions directly.
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 
+from experiments import backends
 from keras_attn_rnn.generation import generate
 
 
@@ -62,7 +62,8 @@ def decode(
 
 
 def _compiled(model, with_attention: bool):
-    """`model` in inference mode: a cached `tf.function` unless the model runs eagerly."""
+    """`model` in inference mode, compiled by the backend (`Backend.compile_inference`) unless
+    the model runs eagerly; cached on the model."""
 
     def call(inputs):
         if with_attention:
@@ -73,7 +74,7 @@ def _compiled(model, with_attention: bool):
         return call
     cache = model.__dict__.setdefault("_experiments_calls", {})  # bypasses Keras tracking
     if with_attention not in cache:
-        cache[with_attention] = tf.function(call, reduce_retracing=True)
+        cache[with_attention] = backends.current().compile_inference(model, call)
     return cache[with_attention]
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import mlflow
 
+from experiments import backends
 from experiments.errors import ConfigError
 from experiments.tracking import resilient, serving, store
 
@@ -70,6 +71,13 @@ def export_run(
 def _check_request(fmt: str, out: Path, force: bool, beam_width: int | None) -> None:
     if fmt not in FORMATS:
         raise ConfigError(f"format: expected one of {', '.join(FORMATS)}. Received: format={fmt!r}")
+    backend = backends.current()
+    if fmt == "savedmodel" and not backend.saved_model:
+        raise ConfigError(
+            f"format: savedmodel needs KERAS_BACKEND=tensorflow (TensorFlow traces its serving "
+            f"functions); the run's .keras file loads there whatever backend trained it. "
+            f"Received: KERAS_BACKEND={backend.name!r}"
+        )
     if fmt == "keras" and out.suffix != ".keras":
         raise ConfigError(
             f"OUT: a --format keras file must end with .keras (Keras loads no other). "

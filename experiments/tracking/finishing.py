@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-MODEL_TAGS = ("model_uri", "text_model_uri")
+from experiments.tracking.model_logging import model_tags
 
 
 def logged_models(client, run_id: str) -> dict[str, str] | None:
@@ -21,7 +21,7 @@ def logged_models(client, run_id: str) -> dict[str, str] | None:
     When they do, the run's other logged models (a `PENDING` one left by an
     interrupted second upload, say) are deleted first: they are orphans."""
     tags = client.get_run(run_id).data.tags
-    found = {key: tags.get(key, "") for key in MODEL_TAGS}
+    found = {key: tags.get(key, "") for key in model_tags()}
     if all(uri.startswith("models:/") for uri in found.values()):
         delete_orphans(client, run_id)
         return found
@@ -31,7 +31,7 @@ def logged_models(client, run_id: str) -> dict[str, str] | None:
 def delete_orphans(client, run_id: str) -> list[str]:
     """Delete the run's logged models that none of its model tags names; return their ids."""
     run = client.get_run(run_id)
-    named = {run.data.tags.get(key, "") for key in MODEL_TAGS}
+    named = {run.data.tags.get(key, "") for key in model_tags()}
     models = client.search_logged_models(
         experiment_ids=[run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
     )

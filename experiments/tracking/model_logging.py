@@ -17,9 +17,14 @@
   params (not the input: see `text_signature`); its input example is the
   card's example texts.
 
-Both pin the versions of Keras, TensorFlow and NumPy in use (the text model
-also pandas and MLflow); the library's version is in their metadata, since it
+Both pin the versions of Keras, the backend's framework and NumPy in use (the
+text model also pandas); the library's version is in their metadata, since it
 travels as code rather than as a requirement.
+
+The Keras-flavor `model` is logged where TensorFlow is the Keras backend
+(`Backend.saved_model`: TensorFlow traces its serving function); on JAX and
+PyTorch the run logs the `text_model` only and says so in its
+`keras_model_skipped` tag.
 """
 
 from __future__ import annotations
@@ -37,12 +42,12 @@ import keras
 import mlflow
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import Schema, TensorSpec
 
 import keras_attn_rnn
 import text_tokenizer
+from experiments import backends
 from experiments.tracking.serving import ServingModel
 from experiments.tracking.text_model import classifies
 
@@ -57,10 +62,33 @@ TOKENIZER_FILE = Path(text_tokenizer.__file__).resolve()
 CODE_PATHS = (LIBRARY_FOLDER, TOKENIZER_FILE)
 
 
+def model_tags() -> tuple[str, ...]:
+    """The run tags naming the logged models, on this backend."""
+    return (
+        (MODEL + "_uri", TEXT_MODEL + "_uri")
+        if backends.current().saved_model
+        else (TEXT_MODEL + "_uri",)
+    )
+
+
+def skipped_note() -> dict[str, str]:
+    """The run tag saying why the Keras-flavor model is missing (empty where it is logged)."""
+    backend = backends.current()
+    if backend.saved_model:
+        return {}
+    return {
+        "keras_model_skipped": (
+            f"the Keras-flavor model is a TensorFlow SavedModel; this run trained on the "
+            f"{backend.name} backend, so it logged the text_model (its .keras file loads on "
+            "every backend)"
+        )
+    }
+
+
 def log_models(model, card: dict) -> dict[str, str]:
     """Log `model` (trained, built) with its text card to the active run.
 
-    Returns the tags `{"model_uri": ..., "text_model_uri": ...}`.
+    Returns the tags of `model_tags()`: `{"model_uri": ..., "text_model_uri": ...}`.
     """
     with tempfile.TemporaryDirectory() as tmp:
         keras_file = Path(tmp) / "model.keras"
@@ -68,10 +96,11 @@ def log_models(model, card: dict) -> dict[str, str]:
         card_file = Path(tmp) / "card.json"
         card_file.write_text(json.dumps(card, indent=1), encoding="utf-8")
         with _sys_path_kept():  # validating an input example loads the model's code_paths
-            return {
-                "model_uri": log_keras_model(model, card),
-                "text_model_uri": log_text_model(keras_file, card_file, card),
-            }
+            tags = {}
+            if backends.current().saved_model:
+                tags["model_uri"] = log_keras_model(model, card)
+            tags["text_model_uri"] = log_text_model(keras_file, card_file, card)
+            return tags
 
 
 def log_keras_model(model, card: dict) -> str:
@@ -153,7 +182,7 @@ def requirements() -> list[str]:
     """The pinned packages both models need (the library itself travels as code)."""
     return [
         f"keras=={keras.__version__}",
-        f"tensorflow=={tf.__version__}",
+        *backends.current().requirements(),
         f"numpy=={np.__version__}",
     ]
 

@@ -1,7 +1,8 @@
 """The MLflow Model Registry: a run's model registered under a name, with an alias.
 
 `register(client, run_id, name)` registers the run's Keras-flavor model (the `model_uri`
-tag `tracker.log_model` sets) as a new version of `name` and points `alias` (`champion`)
+tag `tracker.log_model` sets; the `text_model_uri` one for a run on a backend other than
+TensorFlow, which logs no Keras-flavor model) as a new version of `name` and points `alias` (`champion`)
 at it; a version of the same run already holding the alias is kept, not registered again.
 Load it anywhere with `mlflow.keras.load_model("models:/NAME@champion")`.
 """
@@ -16,7 +17,8 @@ CHAMPION = "champion"
 def register(client, run_id: str, name: str, alias: str = CHAMPION):
     """Register run `run_id`'s model as a version of `name` with `alias`; return the version,
     or None when the run logged no model."""
-    model_uri = client.get_run(run_id).data.tags.get("model_uri")
+    tags = client.get_run(run_id).data.tags
+    model_uri = tags.get("model_uri", tags.get("text_model_uri"))
     if model_uri is None:
         return None
     current = _aliased(client, name, alias)

@@ -35,6 +35,7 @@ import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
 from experiments.errors import Offline, StorageError
+from experiments.tracking import model_logging
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient, raise_if_storage
@@ -297,7 +298,7 @@ class ResilientTracker(Tracker):
             pass
         name = self.spool.write_file("model.keras", model.save)  # the tmp keeps .keras
         self.spool.append({"op": "model", "file": name, "card": card})
-        return {tag: SPOOLED_MODEL_URI for tag in spool_lib.MODEL_TAGS}
+        return {tag: SPOOLED_MODEL_URI for tag in model_logging.model_tags()}
 
     def flush(self) -> bool:
         """Finish the artifact thread, upload the spool; True when nothing is left in it."""

@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from experiments.tracking.text_model import classifies
 from keras_attn_rnn import samplers
 
 # The input of every serving function: int32 token ids `(B, L)`, 0-padded on the right.
-TOKENS_SPEC = tf.TensorSpec((None, None), tf.int32, name="tokens")
+TOKENS_SPEC = keras.InputSpec(shape=(None, None), dtype="int32", name="tokens")
 
 
 class ServingModel(keras.Model):

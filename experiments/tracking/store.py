@@ -18,10 +18,10 @@ from urllib.parse import unquote, urlparse
 
 import keras
 import mlflow
-import tensorflow as tf
 from filelock import FileLock
 from mlflow.exceptions import MlflowException
 
+from experiments import backends
 from experiments.errors import ConfigError
 from experiments.tracking import server
 
@@ -131,15 +131,16 @@ def checkpoint_root(cfg) -> Path:
 
 
 def environment_tags() -> dict[str, str]:
-    """Versions, device and git commit."""
-    gpus = tf.config.list_physical_devices("GPU")
+    """Versions, the Keras backend, the device and the git commit."""
+    backend = backends.current()
     return {
         "git_commit": git_commit(),
-        "tensorflow_version": tf.__version__,
+        "keras_backend": backend.name,
+        **backend.versions(),
         "keras_version": keras.__version__,
         "mlflow_version": mlflow.__version__,
         "python_version": platform.python_version(),
-        "device": ", ".join(g.name for g in gpus) if gpus else f"cpu ({os.cpu_count()} cores)",
+        "device": backend.device(),
     }
 
 

@@ -1,26 +1,35 @@
-"""`train.distribute`: tf.distribute strategies, TF_CONFIG and the chief worker.
+"""`train.distribute`: how a run spreads over devices and hosts, and which process logs.
 
-- `none`: the default device (the first GPU TensorFlow sees, else the CPU).
-- `mirrored`: `tf.distribute.MirroredStrategy` over every local GPU, or over
-  every logical CPU device when there is no GPU (what the tests use).
-- `multi_worker`: `tf.distribute.MultiWorkerMirroredStrategy`; the cluster
-  and this process's role come from the `TF_CONFIG` environment variable,
-  exactly as TensorFlow documents it.
+- `none`: the default device (the first GPU the backend sees, else the CPU).
+- `mirrored` (TensorFlow): `tf.distribute.MirroredStrategy` over every local
+  GPU, or over every logical CPU device when there is no GPU (what the tests
+  use).
+- `multi_worker` (TensorFlow): `tf.distribute.MultiWorkerMirroredStrategy`;
+  the cluster and this process's role come from the `TF_CONFIG` environment
+  variable, exactly as TensorFlow documents it.
+- `data_parallel` (JAX): `keras.distribution.DataParallel` over every device
+  (`XLA_FLAGS=--xla_force_host_platform_device_count=N` makes N of one CPU).
+  On several hosts, each process first joins the job through
+  `keras.distribution.initialize` (JAX's `jax.distributed.initialize`), from
+  `KERAS_DISTRIBUTION_JOB_ADDRESSES`, `KERAS_DISTRIBUTION_NUM_PROCESSES` and
+  `KERAS_DISTRIBUTION_PROCESS_ID`, as Keras' distribution guide describes.
+
+Which settings a backend takes is its `experiments.backends.Backend.distribute`.
 
 Batch size and learning rate: `train.batch_size` is the *global* batch. Each
 step consumes `batch_size` examples in total, split evenly over the
-`num_replicas_in_sync` replicas, and Keras scales each replica's loss so the
-summed gradients are those of the mean loss over the global batch. The same
-config therefore takes the same steps, with the same gradients, on 1 device,
-2 GPUs or 4 hosts, and `train.learning_rate` means the same everywhere; it is
-never rescaled automatically. To use more replicas for speed, raise
-`batch_size` (it must be divisible by the number of replicas) and, if you
-want, the learning rate yourself (the linear scaling rule).
+replicas, and the gradients are those of the mean loss over the global batch.
+The same config therefore takes the same steps, with the same gradients, on 1
+device, 2 GPUs or 4 hosts, and `train.learning_rate` means the same
+everywhere; it is never rescaled automatically. To use more replicas for
+speed, raise `batch_size` (it must be divisible by the number of replicas)
+and, if you want, the learning rate yourself (the linear scaling rule).
 
-Only the chief talks to MLflow and writes checkpoints. The chief is the task
-of type `chief`, or worker 0 when the cluster has no `chief` entry. The other
-workers run the same steps (collective ops need every worker) with a tracker
-that logs nothing and checkpoints in a temporary folder that is deleted.
+Only the chief talks to MLflow and writes checkpoints: with `multi_worker`,
+the task of type `chief`, or worker 0 when the cluster has no `chief` entry;
+with `data_parallel`, process 0. The other processes run the same steps
+(collective ops need every one) with a tracker that logs nothing and
+checkpoints in a temporary folder that is deleted.
 """
 
 from __future__ import annotations
@@ -31,10 +40,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-import tensorflow as tf
+import keras
 
-from experiments._keras_compat import patch_keras_for_multi_worker
+from experiments import backends
 from experiments.errors import invalid_config
+
+# Set by the launcher of a multi-process JAX job (Keras' names); see the module docstring.
+JOB_VARIABLES = (
+    "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "KERAS_DISTRIBUTION_NUM_PROCESSES",
+    "KERAS_DISTRIBUTION_PROCESS_ID",
+)
+_joined = False
 
 
 def tf_config() -> dict:
@@ -84,9 +101,11 @@ def _validate_cluster(spec: dict) -> None:
 def is_chief(distribute: str = "multi_worker") -> bool:
     """Whether this process logs to MLflow and writes checkpoints.
 
-    Always true unless `distribute` is `multi_worker`; then the TF_CONFIG task
-    of type `chief`, or worker 0 when the cluster has no chief.
+    With `multi_worker`, the TF_CONFIG task of type `chief`, or worker 0 when
+    the cluster has no chief; with `data_parallel`, process 0; else always.
     """
+    if distribute == "data_parallel":
+        return backends.current().is_chief(distribute)
     if distribute != "multi_worker":
         return True
     spec = tf_config()
@@ -97,58 +116,78 @@ def is_chief(distribute: str = "multi_worker") -> bool:
     return kind == "worker" and index == 0 and "chief" not in (spec.get("cluster") or {})
 
 
-def worker_label() -> str:
+def worker_label(distribute: str = "multi_worker") -> str:
     """`worker:1`-style name of this process in the cluster (for messages)."""
+    if distribute == "data_parallel":
+        return f"process:{os.environ.get('KERAS_DISTRIBUTION_PROCESS_ID', '?')}"
     task = tf_config().get("task") or {}
     return f"{task.get('type', 'worker')}:{task.get('index', 0)}"
 
 
 def check(cfg) -> None:
-    """Reject a distribute setting this environment cannot run, before anything is created."""
+    """Reject a distribute setting this backend or environment cannot run, before anything
+    is created; a process of a multi-process JAX job joins the job here (before JAX's
+    first computation)."""
     name = cfg.train.distribute
+    backend = backends.current()
+    if name not in backend.distribute:
+        raise invalid_config(
+            "train.distribute",
+            name,
+            f"one of {', '.join(repr(n) for n in backend.distribute)} on the {backend.name} "
+            "backend (mirrored and multi_worker are tf.distribute strategies, for "
+            "KERAS_BACKEND=tensorflow; data_parallel is keras.distribution.DataParallel, "
+            "for KERAS_BACKEND=jax)",
+        )
     if name == "multi_worker":
         _validate_cluster(tf_config())
+    if name == "data_parallel":
+        _join_job()
+
+
+def _join_job() -> None:
+    """`keras.distribution.initialize()` once, when the job variables say several processes."""
+    global _joined
+    given = [n for n in JOB_VARIABLES if os.environ.get(n)]
+    if _joined or not given:
+        return
+    try:
+        processes = int(os.environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES", ""))
+    except ValueError:
+        processes = 0
+    if len(given) != len(JOB_VARIABLES) or processes < 1:
+        raise invalid_config(
+            ", ".join(JOB_VARIABLES),
+            {n: os.environ.get(n) for n in JOB_VARIABLES},
+            "all three set, with a whole number of processes (or none, for one process)",
+        )
+    if processes > 1:
+        keras.distribution.initialize()
+    _joined = True
 
 
 def make_strategy(name: str):
-    """The `tf.distribute` strategy for `train.distribute` (None for `none`)."""
-    if name == "none":
-        return None
-    if name == "mirrored":
-        devices = [d.name for d in tf.config.list_logical_devices("GPU")]
-        devices = devices or [d.name for d in tf.config.list_logical_devices("CPU")]
-        strategy = tf.distribute.MirroredStrategy(devices=devices)
-    elif name == "multi_worker":  # TF_CONFIG was checked with the config (`check`)
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        patch_keras_for_multi_worker()
-    else:
-        raise invalid_config("train.distribute", name, "one of 'none', 'mirrored', 'multi_worker'")
-    print(
-        f"{name} strategy: {strategy.num_replicas_in_sync} replicas in sync",
-        file=sys.stderr,
-    )
+    """The strategy or `keras.distribution.Distribution` for `train.distribute` (None for
+    `none`): what the model is built, and with a Keras distribution also trained, in."""
+    backend = backends.current()
+    strategy = backend.make_distribution(name)
+    if strategy is not None:
+        print(f"{name} strategy: {backend.replicas_of(strategy)} replicas in sync", file=sys.stderr)
     return strategy
 
 
 def planned_replicas(name: str) -> int:
-    """How many replicas the strategy for `name` will have in sync, counted without starting
-    TensorFlow's runtime (so before a multi-worker strategy): the visible GPUs, else the
-    logical CPUs for `mirrored` and one CPU per worker for `multi_worker`, times the
-    cluster's workers."""
+    """How many replicas the setting `name` will have in sync, counted without starting
+    TensorFlow's runtime (so before a multi-worker strategy): the backend's local
+    replicas, times the cluster's workers for `multi_worker`."""
     if name == "none":
         return 1
-    local = _logical_count("GPU") or (_logical_count("CPU") if name == "mirrored" else 1)
+    local = backends.current().replicas(name)
     if name != "multi_worker":
         return local
     cluster = tf_config().get("cluster") or {}
     jobs = [cluster.get(job) for job in ("chief", "worker")]
     return local * sum(len(hosts) for hosts in jobs if isinstance(hosts, list))
-
-
-def _logical_count(device_type: str) -> int:
-    """The logical devices of `device_type` TensorFlow will make of the visible ones."""
-    devices = tf.config.get_visible_devices(device_type)
-    return sum(len(tf.config.get_logical_device_configuration(d) or [d]) for d in devices)
 
 
 def check_batch(replicas: int, batch_size: int) -> None:
@@ -188,7 +227,7 @@ def run_worker(prepared, train) -> str:
     `train(cfg, task, tracker, folder)` is the runner's training function;
     checkpoints go to a temporary folder deleted afterwards.
     """
-    label = worker_label()
+    label = worker_label(prepared.cfg.train.distribute)
     print(f"{label}: training as a non-chief worker; the chief logs to MLflow", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="attn-rnn-worker-") as tmp:
         train(prepared.cfg, prepared.task, NullTracker(), Path(tmp))

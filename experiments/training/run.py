@@ -18,18 +18,20 @@ import keras
 import mlflow
 import numpy as np
 
-from experiments import _keras_compat, interrupts
+from experiments import _keras_compat, backends, interrupts
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.errors import CorruptData, StorageError, Terminated, invalid_config
 from experiments.tasks import Task, build_task, lengths
-from experiments.tracking import registry, resilient, run_folder, run_lock, store
+from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
 RUN_METRICS = frozenset({"loss", "val_loss", "epoch_seconds", "tokens_per_second"})
+# `train.mixed_precision` -> Keras dtype policy.
+MIXED_POLICIES = {True: "mixed_float16", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 OPTIMIZERS = {
     "adam": keras.optimizers.Adam,
     "adamw": keras.optimizers.AdamW,
@@ -57,7 +59,6 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
     strategy must come before TensorFlow's first op), and what depends on the metrics
     the task logs. Every failure is a `ConfigError` naming the key.
     """
-    _check_backend()
     if not isinstance(cfg, ExperimentConfig):
         cfg = config_lib.validate(cfg)
     distribute.check(cfg)
@@ -95,20 +96,6 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
             "is known for loss, val_loss and val_<compiled metric> only)",
         )
     return Prepared(cfg, task)
-
-
-def _check_backend() -> None:
-    """The runner trains on TensorFlow only (tf.data input, tf.distribute strategies, a
-    SavedModel as the logged model); the library's layers run on every Keras backend."""
-    backend = keras.backend.backend()
-    if backend != "tensorflow":
-        raise invalid_config(
-            "KERAS_BACKEND",
-            backend,
-            "'tensorflow' (or unset): the runner's input pipeline (tf.data), strategies "
-            "(tf.distribute) and logged SavedModel need it; the library's layers and models "
-            "run on jax and torch too",
-        )
 
 
 def _check_model(cfg: ExperimentConfig, task: Task) -> None:
@@ -276,7 +263,7 @@ def compile_model(model, cfg, task) -> None:
         optimizer=OPTIMIZERS[cfg.train.optimizer](**kwargs),
         loss=task.kind.loss(),
         metrics=list(task.kind.fit_metrics) or None,
-        jit_compile=cfg.train.jit_compile,
+        jit_compile=backends.current().jit_compile(cfg.train.jit_compile),
         run_eagerly=cfg.train.run_eagerly,
     )
 
@@ -285,7 +272,13 @@ def _train(cfg, task, tracker, folder: Path, *, strategy, extra_callbacks=()) ->
     seed = cfg.train.seed
     keras.utils.set_random_seed(seed)
     if cfg.train.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
+        keras.config.set_dtype_policy(MIXED_POLICIES[cfg.train.mixed_precision])
+    with backends.current().training_scope(strategy):  # JAX's data_parallel shards fit's batches
+        _train_in_scope(cfg, task, tracker, folder, strategy, extra_callbacks)
+
+
+def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks) -> None:
+    seed = cfg.train.seed
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = task.kind.build_model(cfg, task)
         trained = supervision.wrap(model, cfg)  # model, or model + attention losses
@@ -439,8 +432,10 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
         tracker.log_dict({"tokens": tokens.tolist()}, "input_example.json")
         # What the Keras-flavor model must serve for them: greedy ids, or logits.
         tracker.log_array(kind.serving_output(model, cfg, tokens), "expected_output.npy")
-        model_tags = tracker.log_model(model, card)  # model_uri, text_model_uri
-        tracker.set_tags(model_tags)
+        model_tags = tracker.log_model(model, card)  # model_uri (TensorFlow), text_model_uri
+        tracker.set_tags({**model_tags, **model_logging.skipped_note()})
         if cfg.tracking.register_model is not None:
-            _register(tracker, model_tags["model_uri"], cfg.tracking.register_model)
+            # the Keras-flavor model where it is logged, else the text model
+            uri = model_tags.get("model_uri", model_tags["text_model_uri"])
+            _register(tracker, uri, cfg.tracking.register_model)
     tracker.wait()  # the heatmaps: a failure fails the run

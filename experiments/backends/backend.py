@@ -1,0 +1,69 @@
+"""`Backend`: what the runner does differently on each Keras backend."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+
+
+class Backend:
+    """The runner's view of one Keras backend; subclasses fill in the framework's parts.
+
+    Attributes:
+        name: the `KERAS_BACKEND` name.
+        distribute: the `train.distribute` settings it trains with.
+        saved_model: whether the Keras-flavor `model` (a TensorFlow SavedModel, whose
+            serving function TensorFlow traces) is logged.
+    """
+
+    name = ""
+    distribute: tuple[str, ...] = ("none",)
+    saved_model = False
+
+    def jit_compile(self, requested: bool) -> bool:
+        """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""
+        return requested
+
+    def compile_inference(self, model, call: Callable) -> Callable:
+        """`call(inputs)` (which runs `model` in inference mode) compiled for repeated use."""
+        return call
+
+    def accelerators(self) -> list[str]:
+        """Names of the accelerators (GPUs) the backend computes on; empty on CPU."""
+        return []
+
+    def versions(self) -> dict[str, str]:
+        """`{"jax_version": ...}`: the framework's packages, as run tags."""
+        return {}
+
+    def requirements(self) -> list[str]:
+        """Pinned pip requirements of the framework, for the logged text model."""
+        return []
+
+    def device(self) -> str:
+        """What the run computes on, for the `device` tag: GPU names, else the CPU."""
+        gpus = self.accelerators()
+        return ", ".join(gpus) if gpus else f"cpu ({os.cpu_count()} cores)"
+
+    def replicas(self, distribute: str) -> int:
+        """The replicas `distribute` trains on, counted before anything starts."""
+        return 1
+
+    def is_chief(self, distribute: str) -> bool:
+        """Whether this process logs to MLflow and writes checkpoints."""
+        return True
+
+    def make_distribution(self, distribute: str):
+        """The strategy (or Keras distribution) whose `scope()` the model is built in (None
+        for `none`)."""
+        return None
+
+    def training_scope(self, distribution):
+        """The context the whole training runs in (a Keras distribution also shards `fit`'s
+        batches); nothing by default."""
+        return contextlib.nullcontext()
+
+    def replicas_of(self, distribution) -> int:
+        """The replicas `distribution` (from `make_distribution`) trains on."""
+        return 1

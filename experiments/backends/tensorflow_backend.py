@@ -1,0 +1,57 @@
+"""The TensorFlow backend: `tf.distribute` strategies, `tf.function` calls, a SavedModel."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from experiments._keras_compat import patch_keras_for_multi_worker
+from experiments.backends.backend import Backend
+
+
+class TensorFlowBackend(Backend):
+    name = "tensorflow"
+    distribute = ("none", "mirrored", "multi_worker")
+    saved_model = True
+
+    def compile_inference(self, model, call):
+        return tf.function(call, reduce_retracing=True)
+
+    def accelerators(self) -> list[str]:
+        return [gpu.name for gpu in tf.config.list_physical_devices("GPU")]
+
+    def versions(self) -> dict[str, str]:
+        return {"tensorflow_version": tf.__version__}
+
+    def requirements(self) -> list[str]:
+        return [f"tensorflow=={tf.__version__}"]
+
+    def replicas(self, distribute: str) -> int:
+        """Local replicas, counted without starting TensorFlow's runtime (a multi-worker
+        strategy must come first): the visible GPUs, else every logical CPU for
+        `mirrored` and one for `multi_worker`."""
+        if distribute == "none":
+            return 1
+        return _logical_count("GPU") or (_logical_count("CPU") if distribute == "mirrored" else 1)
+
+    def make_distribution(self, distribute: str):
+        if distribute == "mirrored":
+            devices = [d.name for d in tf.config.list_logical_devices("GPU")]
+            devices = devices or [d.name for d in tf.config.list_logical_devices("CPU")]
+            return tf.distribute.MirroredStrategy(devices=devices)
+        if distribute == "multi_worker":  # TF_CONFIG was checked with the config
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            patch_keras_for_multi_worker()
+            return strategy
+        return None
+
+    def replicas_of(self, distribution) -> int:
+        return distribution.num_replicas_in_sync
+
+
+def _logical_count(device_type: str) -> int:
+    """The logical devices of `device_type` TensorFlow will make of the visible ones."""
+    devices = tf.config.get_visible_devices(device_type)
+    return sum(len(tf.config.get_logical_device_configuration(d) or [d]) for d in devices)
+
+
+BACKEND = TensorFlowBackend()

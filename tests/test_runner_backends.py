@@ -1,0 +1,143 @@
+"""The runner on JAX and PyTorch: tracked as on TensorFlow, models reload; JAX data parallelism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import mlflow
+import pytest
+from experiments_helpers import (
+    TINY_TASKS,
+    artifact_paths,
+    image_steps,
+    migrated_store,
+    runs,
+    write_config,
+)
+from scaleout_helpers import child_env, cli
+
+from experiments.errors import ConfigError
+from experiments.training import run as training_run
+
+# Loads a run's text model through MLflow on the child's backend; prints its records as JSON.
+PREDICT = r"""
+import json, sys
+import mlflow
+model = mlflow.pyfunc.load_model(sys.argv[1])
+print("RESULT " + json.dumps(model.predict(sys.argv[2:])))
+"""
+
+
+def _predict(text_model_uri: str, texts: list[str], env: dict) -> list[dict]:
+    done = subprocess.run(
+        [sys.executable, "-c", PREDICT, text_model_uri, *texts],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def _train(tmp_path, backend: str, task: dict, **sections) -> tuple[str, object]:
+    uri = migrated_store(tmp_path)
+    config = write_config(tmp_path, task, **sections)
+    env = child_env(MLFLOW_TRACKING_URI=uri, KERAS_BACKEND=backend)
+    proc = cli(["run", str(config)], env, tmp_path)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-4000:]
+    (run,) = runs(uri)
+    return uri, run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_run_on_another_backend_is_tracked_and_its_text_model_reloads(backend, tmp_path):
+    task = {**TINY_TASKS["reverse"], "num_examples": 96}
+    uri, run = _train(
+        tmp_path,
+        backend,
+        task,
+        train={"epochs": 1, "run_eagerly": False},
+        tracking={"heatmap_every": 1, "num_samples": 2},
+    )
+    tags, metrics = run.data.tags, run.data.metrics
+    assert run.info.status == "FINISHED"
+    assert tags["keras_backend"] == backend and f"{backend}_version" in tags
+    assert tags["device"].startswith("cpu (")
+    assert "tensorflow_version" not in tags
+    # No SavedModel off TensorFlow: the run says why, and logs the text model.
+    assert "model_uri" not in tags and backend in tags["keras_model_skipped"]
+    assert tags["text_model_uri"].startswith("models:/")
+    assert {"loss", "val_loss", "test_exact_match_greedy", "epoch_seconds"} <= set(metrics)
+    assert run.data.params["train.epochs"] == "1"
+    assert run.inputs.dataset_inputs  # the Datasets panel
+    files = artifact_paths(uri, run.info.run_id)
+    assert "config.yaml" in files and "samples/final.json" in files
+    assert image_steps(files), files  # the stepped attention images
+    # The text model reloads through MLflow on the backend it trained on and on TensorFlow,
+    # and both generate the same text.
+    texts = ["abcd", "dcba"]
+    env = child_env(MLFLOW_TRACKING_URI=uri, KERAS_BACKEND=backend)
+    here = _predict(tags["text_model_uri"], texts, env)
+    there = _predict(tags["text_model_uri"], texts, {**env, "KERAS_BACKEND": "tensorflow"})
+    assert [r["text"] for r in here] == [r["text"] for r in there]
+    assert len(here) == 2 and all(len(r["attention"]) == len(r["tokens"]) for r in here)
+    if backend == "jax":  # a SavedModel of the run: made where TensorFlow is the backend
+        out = tmp_path / "saved"
+        export = ["export", run.info.run_id, "--format", "savedmodel", str(out)]
+        refused = cli(export, env, tmp_path)
+        assert refused.wait(timeout=300) == 2
+        assert "format: savedmodel needs KERAS_BACKEND=tensorflow" in refused.stdout.read()
+        made = cli(export, {**env, "KERAS_BACKEND": "tensorflow"}, tmp_path)
+        assert made.wait(timeout=300) == 0, made.stdout.read()[-3000:]
+        assert (out / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow
+def test_jax_data_parallel_on_two_devices_equals_one_device(tmp_path):
+    """The same global batch, split over 2 simulated CPU devices: the same losses."""
+    task = {**TINY_TASKS["reverse"], "num_examples": 96}
+    losses = {}
+    for distribute in ("none", "data_parallel"):
+        folder = tmp_path / distribute
+        folder.mkdir()
+        uri = migrated_store(folder)
+        config = write_config(
+            folder,
+            task,
+            train={"epochs": 2, "batch_size": 16, "run_eagerly": False, "distribute": distribute},
+            tracking={"log_model": False, "heatmap_every": 100},
+        )
+        env = child_env(
+            MLFLOW_TRACKING_URI=uri,
+            KERAS_BACKEND="jax",
+            XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        )
+        proc = cli(["run", str(config)], env, folder)
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, out[-4000:]
+        if distribute == "data_parallel":
+            assert "data_parallel strategy: 2 replicas in sync" in out
+        (run,) = runs(uri)
+        client = mlflow.MlflowClient(uri)
+        losses[distribute] = [
+            m.value
+            for key in ("loss", "val_loss")
+            for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+        ]
+    assert len(losses["none"]) == 4
+    assert losses["data_parallel"] == pytest.approx(losses["none"], abs=1e-5)
+
+
+def test_a_distribute_setting_of_another_backend_is_a_config_error(tmp_path):
+    """On TensorFlow (this process), JAX's data_parallel is refused, naming the key."""
+    config = write_config(tmp_path, TINY_TASKS["reverse"], train={"distribute": "data_parallel"})
+    from experiments import config as config_lib
+
+    with pytest.raises(ConfigError, match="train.distribute: got 'data_parallel'; expected one of"):
+        training_run.validate(config_lib.load_config(config))
