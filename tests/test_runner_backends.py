@@ -57,12 +57,19 @@ def _train(tmp_path, backend: str, task: dict, **sections) -> tuple[str, object]
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_a_run_on_another_backend_is_tracked_and_its_text_model_reloads(backend, tmp_path):
-    task = {**TINY_TASKS["reverse"], "num_examples": 96}
+    # with a generalisation split (length buckets), the attention losses and early stopping
+    task = {**TINY_TASKS["reverse"], "num_examples": 96, "test_min_length": 7, "test_max_length": 9}
     uri, run = _train(
         tmp_path,
         backend,
         task,
-        train={"epochs": 1, "run_eagerly": False},
+        train={
+            "epochs": 1,
+            "run_eagerly": False,
+            "alignment_loss_weight": 0.5,
+            "coverage_loss_weight": 0.1,
+            "early_stopping": {"monitor": "val_loss", "patience": 1},
+        },
         tracking={"heatmap_every": 1, "num_samples": 2},
     )
     tags, metrics = run.data.tags, run.data.metrics
@@ -73,11 +80,15 @@ def test_a_run_on_another_backend_is_tracked_and_its_text_model_reloads(backend,
     # No SavedModel off TensorFlow: the run says why, and logs the text model.
     assert "model_uri" not in tags and backend in tags["keras_model_skipped"]
     assert tags["text_model_uri"].startswith("models:/")
-    assert {"loss", "val_loss", "test_exact_match_greedy", "epoch_seconds"} <= set(metrics)
+    assert {"loss", "val_loss", "test_exact_match_greedy", "epoch_seconds", "best_epoch"} <= set(
+        metrics
+    )
+    assert run.data.params["train.alignment_loss_weight"] == "0.5"  # trained with add_loss
+    assert any(key.startswith("test_exact_match_greedy_len_7") for key in metrics), sorted(metrics)
     assert run.data.params["train.epochs"] == "1"
     assert run.inputs.dataset_inputs  # the Datasets panel
     files = artifact_paths(uri, run.info.run_id)
-    assert "config.yaml" in files and "samples/final.json" in files
+    assert {"config.yaml", "samples/final.json", "length_generalisation.png"} <= files
     assert image_steps(files), files  # the stepped attention images
     # The text model reloads through MLflow on the backend it trained on and on TensorFlow,
     # and both generate the same text.
