@@ -109,10 +109,21 @@ class TextClsTask(TaskSection):
         return self
 
 
-class ReverseTask(TaskSection):
-    """Reverse a random string; ground-truth alignment is `S-1-t`."""
+def _bucket_starts(starts: list[int], low: int, high: int) -> str | None:
+    """What is wrong with `task.length_buckets` (the first length of each generalisation
+    bucket: a bucket runs to the next one's start - 1, the last to `high`), or None."""
+    increasing = all(a < b for a, b in zip(starts, starts[1:]))
+    if starts and starts[0] == low and starts[-1] <= high and increasing:
+        return None
+    return (
+        f"the first length of each bucket of the longer examples, increasing from {low} "
+        f"to at most {high}"
+    )
 
-    name: Literal["reverse"]
+
+class _StringTask(TaskSection):
+    """The keys of the random-string tasks (`reverse`, `copy`)."""
+
     num_examples: int = Field(6000, ge=16)
     alphabet_size: int = Field(12, ge=2, le=26)
     min_length: int = Field(4, ge=1)
@@ -120,9 +131,11 @@ class ReverseTask(TaskSection):
     # length generalisation: also evaluate on strings of these (longer) lengths
     test_min_length: int | None = Field(None, ge=1)
     test_max_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
+    # the first length of each reported bucket of those (default: three of equal width)
+    length_buckets: list[int] | None = None
 
     @model_validator(mode="after")
-    def _longer_test_lengths(self) -> ReverseTask:
+    def _longer_test_lengths(self) -> _StringTask:
         low, high = self.test_min_length, self.test_max_length
         if (low is None) != (high is None):
             raise ValueError("task.test_min_length and task.test_max_length together, or neither")
@@ -131,7 +144,86 @@ class ReverseTask(TaskSection):
                 f"task.max_length < task.test_min_length <= task.test_max_length, "
                 f"got {self.max_length}, {low}, {high}"
             )
+        if self.length_buckets is not None:
+            if low is None:
+                raise ValueError(
+                    "task.length_buckets cuts the longer strings: it needs "
+                    "task.test_min_length and task.test_max_length"
+                )
+            wrong = _bucket_starts(self.length_buckets, low, high)
+            if wrong:
+                raise ValueError(f"task.length_buckets: {wrong}, got {self.length_buckets}")
         return self
+
+
+class ReverseTask(_StringTask):
+    """Reverse a random string; ground-truth alignment is `S-1-t`."""
+
+    name: Literal["reverse"]
+
+
+class CopyTask(_StringTask):
+    """Copy a random string; ground-truth alignment is `t`. By default the length
+    generalisation benchmark: train on 4-12 letters, test on 13-48 in buckets 13-16, 17-20,
+    21-24, 25-48."""
+
+    name: Literal["copy"]
+    num_examples: int = Field(10000, ge=16)
+    min_length: int = Field(4, ge=1)
+    max_length: int = Field(12, ge=1, le=MAX_SEQUENCE_LENGTH)
+    test_min_length: int | None = Field(13, ge=1)
+    test_max_length: int | None = Field(48, ge=1, le=MAX_SEQUENCE_LENGTH)
+    length_buckets: list[int] | None = Field(default_factory=lambda: [13, 17, 21, 25])
+
+
+class LookupTask(TaskSection):
+    """Long lookup tables (Liška et al. 2018; Dubois et al. 2020): an input bit string and
+    the tables to apply to it in turn; the target is the input and each intermediate result."""
+
+    name: Literal["lookup"]
+    num_tables: int = Field(8, ge=1, le=26)
+    bits: int = Field(3, ge=1, le=6)
+    bijective: bool = True  # each table a permutation of the bit strings (as Dubois et al.)
+    num_examples: int = Field(10000, ge=16)
+    train_compositions: int = Field(4, ge=1, le=16)  # tables per training input: 1..this
+    # length generalisation: also evaluate on train_compositions+1 .. test_compositions tables
+    test_compositions: int | None = Field(9, ge=2, le=64)
+    reversed: bool = False  # the tables written in the order of t3(t2(t1(x))): "t3 t2 t1 000"
+
+    @model_validator(mode="after")
+    def _more_test_compositions(self) -> LookupTask:
+        if self.test_compositions is not None and (
+            self.test_compositions <= self.train_compositions
+        ):
+            raise ValueError(
+                f"task.test_compositions > task.train_compositions, "
+                f"got {self.test_compositions} <= {self.train_compositions}"
+            )
+        return self
+
+
+# SCAN's length split (Lake & Baroni 2018): train on commands of up to 22 actions, test on
+# those of 24 to 48 (no command has 23).
+SCAN_TRAIN_ACTIONS = 22
+SCAN_TEST_ACTIONS = (24, 48)
+
+
+class ScanTask(TaskSection):
+    """SCAN commands and their action sequences (Lake & Baroni 2018), length split."""
+
+    name: Literal["scan"]
+    # training rows kept (after val and test are held out of the short commands); None: all
+    train_size: int | None = Field(None, ge=16)
+    # the first action count of each reported bucket of the longer commands
+    length_buckets: list[int] = Field(default_factory=lambda: [24, 29, 34])
+
+    @field_validator("length_buckets")
+    @classmethod
+    def _buckets_of_the_longer_commands(cls, value: list[int]) -> list[int]:
+        wrong = _bucket_starts(value, *SCAN_TEST_ACTIONS)
+        if wrong:
+            raise ValueError(wrong)
+        return value
 
 
 class DatesTask(TaskSection):
@@ -219,6 +311,9 @@ for _name, _section in {
     "dates": DatesTask,
     "addition": AdditionTask,
     "charlm": CharLMTask,
+    "copy": CopyTask,
+    "lookup": LookupTask,
+    "scan": ScanTask,
 }.items():
     register_task(_name, _section)
 

@@ -1,12 +1,25 @@
 """Argument checks shared by the layers, mechanisms and models: each error names the
 argument, what was expected, and ends with `Received: ...`."""
 
+import math
+
 
 def check_positive_int(name, value, allow_none=True):
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+
+
+def check_above(name, value, bound):
+    """Raises unless `value` is a finite real number (not a bool) greater than `bound`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= bound
+    ):
+        raise ValueError(f"{name} must be a finite number > {bound}. Received: {name}={value!r}")
 
 
 def check_dropout(value, name="dropout"):

@@ -92,9 +92,7 @@ class Registry:
         inherited = ()
         if isinstance(member, type) and issubclass(member, keras.layers.Layer):
             inherited = tuple(inspect.signature(keras.layers.Layer.__init__).parameters)
-        return tuple(
-            key for key in parameters if key not in ("self", "args", "kwargs", *inherited)
-        )
+        return tuple(key for key in parameters if key not in ("self", "args", "kwargs", *inherited))
 
     def defaults(self, name):
         """`{argument: default}` of the class registered under `name` (those with one)."""

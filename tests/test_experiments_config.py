@@ -58,6 +58,16 @@ BAD_CASES = {
     "task_key_of_other_task": ({}, ["task.digits=3"], "task.digits"),
     "section_not_mapping": ({"train": 5}, [], "train"),
     "zero_test_fraction": ({}, ["task.test_fraction=0"], "task.test_fraction"),
+    "copy_buckets_past_the_lengths": (
+        {"task": {"name": "copy", "num_examples": 64}},
+        ["task.length_buckets=[13, 60]"],
+        "task.length_buckets",
+    ),
+    "scan_buckets_not_from_24": (
+        {"task": {"name": "scan", "train_size": 64}},
+        ["task.length_buckets=[20, 30]"],
+        "task.length_buckets",
+    ),
     "unknown_mechanism": ({}, ["model.attention.mechanism=monotone"], "model.attention.mechanism"),
     "unknown_normalizer": ({}, ["model.attention.normalizer=sparse"], "model.attention.normalizer"),
     "bad_monotonic_mode": (
@@ -243,12 +253,16 @@ def test_flatten_gives_dotted_keys():
 @pytest.mark.parametrize("path", sorted(configs_dir().glob("*.yaml")), ids=lambda p: p.stem)
 def test_ready_configs_validate(path):
     cfg = config_lib.load_config(path)
-    assert cfg.task.name in {"needle", "textcls", "reverse", "dates", "addition", "charlm"}
+    assert cfg.task.name in {
+        *("needle", "textcls", "reverse", "dates", "addition", "charlm"),
+        *("copy", "lookup", "scan"),
+    }
 
 
 def test_ready_configs_cover_every_task_and_demo_uses_bahdanau():
     names = {p.stem for p in configs_dir().glob("*.yaml")}
     assert {"needle", "textcls", "reverse", "dates", "addition", "charlm", "demo"} <= names
+    assert {"copy", "lookup", "scan"} <= names  # the length generalisation benchmarks
     demo = config_lib.load_config(configs_dir() / "demo.yaml")
     assert demo.task.name in ("reverse", "dates")
     assert demo.model.decoder == "bahdanau"
@@ -299,7 +313,8 @@ def test_validating_mechanism_options_creates_no_backend_variable():
     )
     assert cfg.model.attention.model_extra == {"sigmoid_noise": 1.0}
     for name in mechanisms.names():
-        units = {"units": 4} if name in ("location", "coverage", "gmm") else {}
+        needs_units = ("location", "coverage", "gmm", "dca", "relative_location")
+        units = {"units": 4} if name in needs_units else {}
         noise = {"sigmoid_noise": 1.0} if name == "monotonic" else {}
         assert mechanisms.get(name, **units, **noise).variables == [], name
 

@@ -327,6 +327,10 @@ def every_mechanism():
         "local_p": mechanisms.LocalPredictiveAttention("general", window=2),
         "gmm": mechanisms.GMMAttention(5, num_mixtures=2),
         "gmm_v2": mechanisms.GMMAttention(5, num_mixtures=2, version="v2"),
+        "dca": mechanisms.DynamicConvolutionAttention(
+            5, static_filters=2, static_kernel_size=3, dynamic_filters=2, dynamic_kernel_size=3
+        ),
+        "relative_location": mechanisms.LocationAttention(5, score="general"),
         "content_sparsemax": mechanisms.ContentAttention(
             "additive", units=4, normalizer="sparsemax"
         ),
@@ -560,6 +564,19 @@ def test_jit_compiled_training_equals_eager_for_every_mechanism():
         (
             lambda: mechanisms.GMMAttention(4, num_mixtures=0),
             r"num_mixtures must be a positive integer. Received: num_mixtures=0",
+        ),
+        (
+            lambda: mechanisms.DynamicConvolutionAttention(4, dynamic_kernel_size=4),
+            r"dynamic_kernel_size must be a positive odd integer .*"
+            r"Received: dynamic_kernel_size=4",
+        ),
+        (
+            lambda: mechanisms.DynamicConvolutionAttention(4, prior_alpha=0),
+            r"prior_alpha must be a finite number > 0. Received: prior_alpha=0",
+        ),
+        (
+            lambda: mechanisms.LocationAttention(4, min_width=0),
+            r"min_width must be a finite number > 0.0. Received: min_width=0",
         ),
         (
             lambda: AttentionDecoder(

@@ -259,6 +259,10 @@ def every_mechanism():
         mechanisms.CoverageAttention(4),
         mechanisms.LocalPredictiveAttention("general", window=2),
         mechanisms.GMMAttention(4, num_mixtures=2),
+        mechanisms.DynamicConvolutionAttention(
+            4, static_filters=2, static_kernel_size=3, dynamic_filters=2, dynamic_kernel_size=3
+        ),
+        mechanisms.LocationAttention(4),
     ]
 
 
@@ -443,6 +447,8 @@ def test_the_mechanism_registry_names_every_mechanism():
         "coverage",
         "local_p",
         "gmm",
+        "dca",
+        "relative_location",
     )
     for name in mechanisms.names():
         assert issubclass(mechanisms.class_for(name), mechanisms.Mechanism)

@@ -215,6 +215,15 @@ MECHANISM_OPTIONS = {
     "coverage": {"mechanism": "coverage", "units": 5},
     "local_p": {"mechanism": "local_p", "score": "general", "window": 2},
     "gmm": {"mechanism": "gmm", "units": 5, "num_mixtures": 2},
+    "dca": {
+        "mechanism": "dca",
+        "units": 5,
+        "static_filters": 2,
+        "static_kernel_size": 3,
+        "dynamic_filters": 2,
+        "dynamic_kernel_size": 3,
+    },
+    "relative_location": {"mechanism": "relative_location", "units": 5, "min_width": 0.3},
     "sparsemax": {"score": "additive", "normalizer": "sparsemax"},
 }
 

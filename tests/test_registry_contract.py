@@ -34,7 +34,13 @@ REGISTRIES = {kind: module.REGISTRY for kind, module in MODULES.items()}
 # The smallest constructor arguments of each member that has required ones.
 MINIMAL_ARGUMENTS = {
     "score": {},
-    "mechanism": {"location": {"units": 4}, "coverage": {"units": 4}, "gmm": {"units": 4}},
+    "mechanism": {
+        "location": {"units": 4},
+        "coverage": {"units": 4},
+        "gmm": {"units": 4},
+        "dca": {"units": 4},
+        "relative_location": {"units": 4},
+    },
     # small enough that the cut changes which tokens are drawn (a lost value shows)
     "sampler": {"top_k": {"k": 2}, "top_p": {"p": 0.5}},
 }

@@ -44,6 +44,8 @@ def _model():
         mechanisms.CoverageAttention(6),
         mechanisms.LocalPredictiveAttention(window=2),
         mechanisms.GMMAttention(6, num_mixtures=2),
+        mechanisms.DynamicConvolutionAttention(6, static_filters=2, dynamic_filters=2),
+        mechanisms.LocationAttention(6),
     ]
     # every registered mechanism is among them
     assert {type(m) for m in every} == {mechanisms.class_for(n) for n in mechanisms.names()}

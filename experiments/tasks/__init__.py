@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from experiments import config as config_lib
-from experiments.tasks import addition, charlm, dates, needle, reverse, textcls
+from experiments.tasks import (
+    addition,
+    charlm,
+    copy,
+    dates,
+    lookup,
+    needle,
+    reverse,
+    scan,
+    textcls,
+)
 from experiments.tasks.task import Task
 
 BUILDERS: dict[str, Callable[..., Task]] = {}
@@ -37,6 +47,9 @@ for _name, _module, _section in (
     ("dates", dates, config_lib.DatesTask),
     ("addition", addition, config_lib.AdditionTask),
     ("charlm", charlm, config_lib.CharLMTask),
+    ("copy", copy, config_lib.CopyTask),
+    ("lookup", lookup, config_lib.LookupTask),
+    ("scan", scan, config_lib.ScanTask),
 ):
     register(_name, _module.build, _section)
 

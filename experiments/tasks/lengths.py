@@ -2,8 +2,9 @@
 over the groups.
 
 The test split (lengths seen in training) is one bucket; the generalisation
-split (longer examples, `Task.generalization`) is cut into at most three
-buckets of equal width. Bucket names (`len_13_16`) suffix the metric names
+split (longer examples, `Task.generalization`) is cut into the task's own
+buckets (`Task.length_buckets`), else into at most three buckets of equal
+width. Bucket names (`len_13_16`) suffix the metric names
 (`test_exact_match_greedy_len_13_16`).
 """
 
@@ -28,16 +29,20 @@ def buckets(task: Task, limit: int | None = None) -> dict[str, Split]:
         return {}
     out = {_name(task.test.length): task.test}
     longer = task.generalization
-    low, high = int(longer.length.min()), int(longer.length.max())
-    width = math.ceil((high - low + 1) / MAX_BUCKETS)
-    for start in range(low, high + 1, width):
-        stop = min(start + width - 1, high)
+    for start, stop in task.length_buckets or _equal_widths(longer.length):
         rows = np.flatnonzero((longer.length >= start) & (longer.length <= stop))
         if len(rows):
             out[f"len_{start}_{stop}"] = longer.take(rows)
     if limit is not None:
         out = {name: split.take(slice(0, limit)) for name, split in out.items()}
     return out
+
+
+def _equal_widths(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """At most `MAX_BUCKETS` (first, last) ranges of equal width covering `lengths`."""
+    low, high = int(lengths.min()), int(lengths.max())
+    width = math.ceil((high - low + 1) / MAX_BUCKETS)
+    return [(start, min(start + width - 1, high)) for start in range(low, high + 1, width)]
 
 
 def _name(lengths: np.ndarray) -> str:

@@ -64,6 +64,13 @@ def generalization_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, GENERALIZATION_STREAM])
 
 
+def bucket_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:
+    """The `(first, last)` length ranges of buckets starting at `starts` (increasing): each
+    runs to the next one's start - 1, the last one to `last` (`Task.length_buckets`)."""
+    stops = [start - 1 for start in starts[1:]] + [last]
+    return [(int(start), int(stop)) for start, stop in zip(starts, stops)]
+
+
 def pad(rows: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
     """Right-pad integer rows with 0 into an int32 array."""
     length = length or max((len(r) for r in rows), default=1)

@@ -27,6 +27,9 @@ class Task:
     encodes with; by default the characters of a text.
     `duplicate_rows` counts the rows whose input repeats an earlier row's
     (all copies of an input go to one split: `split.split_indices`).
+    `length_buckets` are the `(first, last)` lengths (inclusive) the
+    generalisation split is reported by (`lengths.buckets`), or None for at
+    most three buckets of equal width.
     """
 
     name: str
@@ -42,6 +45,7 @@ class Task:
     generalization: Split | None = None
     tokenizer: Tokenizer | None = None
     duplicate_rows: int = 0
+    length_buckets: list[tuple[int, int]] | None = None
 
     def __post_init__(self):
         if isinstance(self.kind, str):

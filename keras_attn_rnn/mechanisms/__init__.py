@@ -8,8 +8,10 @@ to look. See `Mechanism` for the interface a new one implements.
 from keras_attn_rnn import registry
 from keras_attn_rnn.mechanisms.content_attention import ContentAttention
 from keras_attn_rnn.mechanisms.coverage_attention import CoverageAttention
+from keras_attn_rnn.mechanisms.dynamic_convolution_attention import DynamicConvolutionAttention
 from keras_attn_rnn.mechanisms.gmm_attention import GMMAttention
 from keras_attn_rnn.mechanisms.local_predictive_attention import LocalPredictiveAttention
+from keras_attn_rnn.mechanisms.location_attention import LocationAttention
 from keras_attn_rnn.mechanisms.location_sensitive_attention import LocationSensitiveAttention
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 from keras_attn_rnn.mechanisms.monotonic_attention import MonotonicAttention
@@ -17,8 +19,10 @@ from keras_attn_rnn.mechanisms.monotonic_attention import MonotonicAttention
 __all__ = [
     "ContentAttention",
     "CoverageAttention",
+    "DynamicConvolutionAttention",
     "GMMAttention",
     "LocalPredictiveAttention",
+    "LocationAttention",
     "LocationSensitiveAttention",
     "Mechanism",
     "MonotonicAttention",
@@ -42,6 +46,8 @@ REGISTRY = registry.Registry(
         "coverage": CoverageAttention,
         "local_p": LocalPredictiveAttention,
         "gmm": GMMAttention,
+        "dca": DynamicConvolutionAttention,
+        "relative_location": LocationAttention,
     },
 )
 

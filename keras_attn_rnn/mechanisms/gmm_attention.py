@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attn_rnn import checks
-from keras_attn_rnn.mechanisms.mechanism import Mechanism
+from keras_attn_rnn.mechanisms.mechanism import Mechanism, softplus_inverse
 
 VERSIONS = ("v2", "v2b")
 
@@ -91,8 +91,8 @@ class GMMAttention(Mechanism):
                 f"version must be one of {', '.join(repr(v) for v in VERSIONS)}. "
                 f"Received: version={version!r}"
             )
-        _check_above("initial_step", initial_step, 0.0)
-        _check_above("initial_width", initial_width, WIDTH_FLOOR)
+        checks.check_above("initial_step", initial_step, 0.0)
+        checks.check_above("initial_width", initial_width, WIDTH_FLOOR)
         normalizer = kwargs.get("normalizer", "softmax")
         if normalizer != "softmax":
             raise ValueError(
@@ -118,8 +118,8 @@ class GMMAttention(Mechanism):
             name="mixture_kernel", shape=(self.units, 3 * k), initializer="glorot_uniform"
         )
         starts = [0.0] * k
-        starts += [_softplus_inverse(self.initial_step)] * k
-        starts += [_softplus_inverse(self.initial_width - WIDTH_FLOOR)] * k
+        starts += [softplus_inverse(self.initial_step)] * k
+        starts += [softplus_inverse(self.initial_width - WIDTH_FLOOR)] * k
 
         def mixture_bias_init(shape, dtype=None):
             return ops.convert_to_tensor(starts, dtype=dtype)
@@ -167,18 +167,3 @@ class GMMAttention(Mechanism):
             "initial_step": self.initial_step,
             "initial_width": self.initial_width,
         }
-
-
-def _check_above(name, value, bound):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= bound
-    ):
-        raise ValueError(f"{name} must be a finite number > {bound}. Received: {name}={value!r}")
-
-
-def _softplus_inverse(y):
-    """`x` with `softplus(x) = y` (`y > 0`)."""
-    return y + math.log(-math.expm1(-y))

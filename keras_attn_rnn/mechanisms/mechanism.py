@@ -1,5 +1,7 @@
 """The `Mechanism` base class: how a decoder step turns its query into alignments."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -56,3 +58,8 @@ class Mechanism(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "normalizer": normalizers.serialize(self.normalizer)}
+
+
+def softplus_inverse(y):
+    """`x` with `softplus(x) = y` (`y > 0`): a bias that starts a softplus output at `y`."""
+    return y + math.log(-math.expm1(-y))

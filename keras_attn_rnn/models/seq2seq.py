@@ -44,15 +44,19 @@ class Seq2Seq(AttentiveModel):
         bidirectional: bidirectional encoder.
         decoder: `"bahdanau"` or `"luong"`.
         attention: dict with `mechanism` (`"content"` (default),
-            `"monotonic"`, `"location"`, `"coverage"`, `"local_p"`, `"gmm"`
-            or another name of `keras_attn_rnn.mechanisms.names()`), `score` (default
+            `"monotonic"`, `"location"`, `"coverage"`, `"local_p"`, `"gmm"`,
+            `"dca"`, `"relative_location"` or another name of
+            `keras_attn_rnn.mechanisms.names()`), `score` (default
             `"additive"`), `units` (hidden size of `score="additive"`, or of
-            the location and coverage mechanisms: default the RNN size),
-            `normalizer` (default `"softmax"`), and the chosen mechanism's
-            own options (`mode`, `sigmoid_noise`, `score_bias_init`;
-            `filters`, `kernel_size`, `location_features`, `cumulative`;
-            `window`; `num_mixtures`, `version`). `"luong"` takes content
-            attention only.
+            the location, coverage, GMM, DCA and relative_location
+            mechanisms: default the RNN size), `normalizer` (default
+            `"softmax"`), and the chosen mechanism's own options (`mode`,
+            `sigmoid_noise`, `score_bias_init`; `filters`, `kernel_size`,
+            `location_features`, `cumulative`; `window`; `num_mixtures`,
+            `version`; `static_filters`, `static_kernel_size`,
+            `dynamic_filters`, `dynamic_kernel_size`, `prior_length`,
+            `prior_alpha`, `prior_beta`; `min_width`, `initial_width`).
+            `"luong"` takes content attention only.
         attention_layer_size: size of the attention layer; for `"bahdanau"`
             `None` uses the context itself, for `"luong"` it defaults to
             `units`.
