@@ -1,6 +1,7 @@
-"""GMM attention: a NumPy reference from the layer's own weights (both versions, several
-steps, a padded mask), its properties (non-negative, at most 1 for v2b, means that never
-move back, exact zeros on padding), its initial biases and its argument errors."""
+"""GMM attention: a NumPy reference from the layer's own weights (both versions, both
+directions, several steps, a padded mask), its properties (non-negative, at most 1 for v2b,
+means that never move back (forward) or forward (backward), exact zeros on padding), its
+initial biases and its argument errors."""
 
 import math
 
@@ -57,11 +58,16 @@ def phi(x):
     return 0.5 * (1.0 + np.vectorize(math.erf)(x / np.sqrt(2.0)))
 
 
-def reference(layer, queries, mask, version):
+def reference(layer, queries, mask, version, direction="forward"):
     """float64 loops over the steps, from the layer's weights."""
     w = {v.path.split("/")[-1]: to_numpy(v).astype("float64") for v in layer.weights}
     positions = np.arange(S, dtype="float64")
-    means = np.zeros((B, K))
+    if direction == "forward":
+        means = np.zeros((B, K))
+    else:  # from each row's last unmasked position, moving back
+        last = np.array([np.flatnonzero(row).max() for row in mask], dtype="float64")
+        means = np.repeat(last[:, None], K, axis=1)
+    sign = 1.0 if direction == "forward" else -1.0
     out = []
     for t in range(queries.shape[1]):
         hidden = np.tanh(queries[:, t] @ w["query_kernel"] + w["query_bias"])
@@ -69,7 +75,7 @@ def reference(layer, queries, mask, version):
         logits, step, width = raw[:, :K], raw[:, K : 2 * K], raw[:, 2 * K :]
         weights = np.exp(logits - logits.max(-1, keepdims=True))
         weights /= weights.sum(-1, keepdims=True)
-        means = means + softplus(step)
+        means = means + sign * softplus(step)
         sigma = softplus(width) + FLOOR
         alignments = np.zeros((B, S))
         for b in range(B):
@@ -84,14 +90,15 @@ def reference(layer, queries, mask, version):
     return np.stack(out, 1)
 
 
+@pytest.mark.parametrize("direction", gmm_attention.DIRECTIONS)
 @pytest.mark.parametrize("version", gmm_attention.VERSIONS)
-def test_matches_numpy_over_several_steps_with_padding(version):
+def test_matches_numpy_over_several_steps_with_padding(version, direction):
     # a scale that moves the means by a few positions in T steps and keeps the widths
     # near 1: the alignments are not all close to 0
-    layer = built(version=version, scale=0.8)
+    layer = built(version=version, scale=0.8, direction=direction)
     q = queries()
     got, _ = run(layer, q)
-    expected = reference(layer, q, MASK, version)
+    expected = reference(layer, q, MASK, version, direction)
     np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0)
     assert got.dtype == np.float32
     assert np.all(got[~np.broadcast_to(MASK[:, None], got.shape)] == 0.0)
@@ -136,14 +143,23 @@ def test_initial_biases_step_one_position_with_width_one():
     np.testing.assert_allclose(softplus(bias[10:]) + FLOOR, 1.0, rtol=1e-6)
 
 
-@given(st.sampled_from(gmm_attention.VERSIONS), st.integers(0, 2**16))
-def test_properties(version, seed):
-    layer = built(seed=seed, version=version, scale=1.0)
+@given(
+    st.sampled_from(gmm_attention.VERSIONS),
+    st.sampled_from(gmm_attention.DIRECTIONS),
+    st.integers(0, 2**16),
+)
+def test_properties(version, direction, seed):
+    layer = built(seed=seed, version=version, scale=1.0, direction=direction)
     got, means = run(layer, queries(seed, steps=5))
     assert np.all(got >= 0.0)
     assert np.all(got[~np.broadcast_to(MASK[:, None], got.shape)] == 0.0)
-    assert np.all(np.diff(means, axis=1) >= 0.0)  # the means never move back
-    assert np.all(means > 0.0)
+    last = (MASK.sum(1) - 1)[:, None, None]  # right padding: the last unmasked position
+    if direction == "forward":
+        assert np.all(np.diff(means, axis=1) >= 0.0)  # the means never move back
+        assert np.all(means > 0.0)
+    else:
+        assert np.all(np.diff(means, axis=1) <= 0.0)  # nor forward, going backward
+        assert np.all(means < last)
     if version == "v2b":
         assert np.all(got.sum(-1) <= 1 + 1e-6), got.sum(-1)
 
@@ -170,7 +186,11 @@ def test_config_round_trip_and_get_by_name():
         "v2",
         0.5,
     )
+    assert assert_config_round_trip(mechanisms.GMMAttention(4, direction="backward")).direction == (
+        "backward"
+    )
     assert mechanisms.GMMAttention(4).version == "v2b"
+    assert mechanisms.GMMAttention(4).direction == "forward"
     assert mechanisms.GMMAttention(4).num_mixtures == 5
 
 
@@ -192,6 +212,10 @@ def test_config_round_trip_and_get_by_name():
         ({"initial_width": 0.01}, r"initial_width must be a finite number > 0.01. Received: "),
         ({"initial_width": float("inf")}, r"initial_width must .*Received: initial_width=inf"),
         ({"normalizer": "sparsemax"}, r"no normalizer.*Received: normalizer='sparsemax'"),
+        (
+            {"direction": "left"},
+            r"direction must be one of 'forward', 'backward'. Received: direction='left'",
+        ),
     ],
 )
 def test_bad_arguments_raise_naming_the_argument(arguments, match):

@@ -215,6 +215,7 @@ MECHANISM_OPTIONS = {
     "coverage": {"mechanism": "coverage", "units": 5},
     "local_p": {"mechanism": "local_p", "score": "general", "window": 2},
     "gmm": {"mechanism": "gmm", "units": 5, "num_mixtures": 2},
+    "gmm_backward": {"mechanism": "gmm", "units": 5, "num_mixtures": 2, "direction": "backward"},
     "dca": {
         "mechanism": "dca",
         "units": 5,

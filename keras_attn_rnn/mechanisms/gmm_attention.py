@@ -7,6 +7,7 @@ from keras_attn_rnn import checks
 from keras_attn_rnn.mechanisms.mechanism import Mechanism, softplus_inverse
 
 VERSIONS = ("v2", "v2b")
+DIRECTIONS = ("forward", "backward")
 
 # Added to every width (in memory positions): keeps 1 / sigma finite when softplus
 # underflows; a component this narrow puts its mass on one position anyway.
@@ -41,6 +42,12 @@ class GMMAttention(Mechanism):
     library's choice; both versions use the biases (the names `"v2"` and
     `"v2b"` tell the Gaussians apart here, not the biases).
 
+    Direction (this library's addition, for tasks that read the source back to
+    front, such as reversal): `direction="forward"` (default, the papers')
+    starts the means at position 0 and moves them forward; `"backward"` starts
+    them at each row's last unmasked position and moves them back, `mu_t =
+    mu_{t-1} - D`: monotonic the other way.
+
     Masking: masked positions get exactly 0 and the rest is not renormalised.
     Positions are counted from index 0 of the memory, so a memory should be
     padded on the right.
@@ -55,6 +62,9 @@ class GMMAttention(Mechanism):
         initial_step: the step `D` of every component at initialisation
             (when the MLP's output is its bias), in memory positions; > 0.
         initial_width: the width `sigma` at initialisation; > 0.01.
+        direction: `"forward"` (from position 0, means that never move back)
+            or `"backward"` (from the last unmasked position, means that never
+            move forward).
 
     Returns (call):
         float32 alignments `(B, S)` and the state `{"means": (B, K)}`.
@@ -82,6 +92,7 @@ class GMMAttention(Mechanism):
         version="v2b",
         initial_step=1.0,
         initial_width=1.0,
+        direction="forward",
         **kwargs,
     ):  # pragma: no mutate block
         checks.check_positive_int("units", units, allow_none=False)
@@ -90,6 +101,11 @@ class GMMAttention(Mechanism):
             raise ValueError(
                 f"version must be one of {', '.join(repr(v) for v in VERSIONS)}. "
                 f"Received: version={version!r}"
+            )
+        if direction not in DIRECTIONS:
+            raise ValueError(
+                f"direction must be one of {', '.join(repr(d) for d in DIRECTIONS)}. "
+                f"Received: direction={direction!r}"
             )
         checks.check_above("initial_step", initial_step, 0.0)
         checks.check_above("initial_width", initial_width, WIDTH_FLOOR)
@@ -105,6 +121,7 @@ class GMMAttention(Mechanism):
         self.version = version
         self.initial_step = float(initial_step)
         self.initial_width = float(initial_width)
+        self.direction = direction
 
     def build(self, query_shape, memory_shape):
         k = self.num_mixtures
@@ -129,7 +146,16 @@ class GMMAttention(Mechanism):
         )
 
     def initial_state(self, keys, memory_mask):
-        return {"means": ops.zeros((ops.shape(keys)[0], self.num_mixtures), "float32")}
+        batch, length = ops.shape(keys)[0], ops.shape(keys)[1]
+        start = ops.zeros((batch, 1), "float32")
+        if self.direction == "backward":  # the last unmasked position of each row
+            positions = ops.broadcast_to(
+                ops.arange(length, dtype="float32")[None, :], (batch, length)
+            )
+            if memory_mask is not None:
+                positions = ops.where(memory_mask, positions, 0.0)
+            start = ops.max(positions, axis=1, keepdims=True)
+        return {"means": ops.broadcast_to(start, (batch, self.num_mixtures))}
 
     def mixture(self, query, means):
         """float32 `(weights, means, widths)`, each `(B, K)`, of this step."""
@@ -138,7 +164,8 @@ class GMMAttention(Mechanism):
         raw = ops.cast(raw, "float32")
         k = self.num_mixtures
         weights = ops.softmax(raw[:, :k], axis=-1)
-        means = means + ops.softplus(raw[:, k : 2 * k])
+        step = ops.softplus(raw[:, k : 2 * k])
+        means = means - step if self.direction == "backward" else means + step
         widths = ops.softplus(raw[:, 2 * k :]) + WIDTH_FLOOR
         return weights, means, widths
 
@@ -166,4 +193,5 @@ class GMMAttention(Mechanism):
             "version": self.version,
             "initial_step": self.initial_step,
             "initial_width": self.initial_width,
+            "direction": self.direction,
         }
