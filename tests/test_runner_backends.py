@@ -16,7 +16,7 @@ from experiments_helpers import (
     runs,
     write_config,
 )
-from scaleout_helpers import child_env, cli
+from scaleout_helpers import child_env, cli, free_port
 
 from experiments.errors import ConfigError
 from experiments.training import run as training_run
@@ -152,3 +152,55 @@ def test_a_distribute_setting_of_another_backend_is_a_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match="train.distribute: got 'data_parallel'; expected one of"):
         training_run.validate(config_lib.load_config(config))
+
+
+@pytest.mark.slow
+def test_two_jax_processes_train_one_run_logged_by_process_0(tmp_path):
+    """A 2-process JAX job (Keras' job variables, Gloo on CPU): one MLflow run, logged by
+    process 0; each process feeds its half of every global batch, so the losses equal one
+    process's on the same global batch."""
+    task = {**TINY_TASKS["reverse"], "num_examples": 96}
+    train = {"epochs": 2, "batch_size": 16, "run_eagerly": False}
+    tracking = {"log_model": False, "heatmap_every": 100}
+    one_uri = migrated_store(tmp_path / "one")
+    config = write_config(tmp_path / "one", task, train=train, tracking=tracking)
+    single = cli(
+        ["run", str(config)], child_env(MLFLOW_TRACKING_URI=one_uri, KERAS_BACKEND="jax"), tmp_path
+    )
+    uri = migrated_store(tmp_path / "job")
+    config = write_config(
+        tmp_path / "job", task, train={**train, "distribute": "data_parallel"}, tracking=tracking
+    )
+    addresses = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    procs = [
+        cli(
+            ["run", str(config)],
+            child_env(
+                MLFLOW_TRACKING_URI=uri,
+                KERAS_BACKEND="jax",
+                KERAS_DISTRIBUTION_JOB_ADDRESSES=addresses,
+                KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+            ),
+            tmp_path / "job",
+        )
+        for index in (0, 1)
+    ]
+    outs = [proc.communicate(timeout=900)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [out[-3000:] for out in outs]
+    assert "process:1: training as a non-chief worker" in outs[1]
+    single_out, _ = single.communicate(timeout=900)
+    assert single.returncode == 0, single_out[-3000:]
+    (run,) = runs(uri)  # one run for the job
+    (alone,) = runs(one_uri)
+
+    def history(store, run_id):
+        client = mlflow.MlflowClient(store)
+        return [
+            m.value for m in sorted(client.get_metric_history(run_id, "loss"), key=lambda m: m.step)
+        ]
+
+    assert len(history(uri, run.info.run_id)) == 2
+    assert history(uri, run.info.run_id) == pytest.approx(
+        history(one_uri, alone.info.run_id), abs=1e-5
+    )

@@ -54,6 +54,10 @@ class Backend:
         """Whether this process logs to MLflow and writes checkpoints."""
         return True
 
+    def process(self) -> tuple[int, int]:
+        """`(index, count)` of this process in a multi-process job (`(0, 1)` alone)."""
+        return (0, 1)
+
     def make_distribution(self, distribute: str):
         """The strategy (or Keras distribution) whose `scope()` the model is built in (None
         for `none`)."""

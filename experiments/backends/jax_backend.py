@@ -55,9 +55,15 @@ class JaxBackend(Backend):
     def is_chief(self, distribute: str) -> bool:
         return jax.process_index() == 0
 
+    def process(self) -> tuple[int, int]:
+        return (jax.process_index(), jax.process_count())
+
     def make_distribution(self, distribute: str):
         if distribute == "data_parallel":
-            return keras.distribution.DataParallel(devices=keras.distribution.list_devices())
+            # Each process feeds its own shard of every global batch (`EpochBatches.shard`).
+            return keras.distribution.DataParallel(
+                devices=keras.distribution.list_devices(), auto_shard_dataset=False
+            )
         return None
 
     def training_scope(self, distribution):

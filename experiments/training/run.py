@@ -299,6 +299,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         seed,
         initial_epoch,
         lambda part: supervision.fit_inputs(trained, part),
+        shard=backends.current().process(),
     )
     callbacks = [*make_callbacks(cfg, task, tracker, folder, batches, state), *extra_callbacks]
     if initial_epoch < cfg.train.epochs and not stopped:
