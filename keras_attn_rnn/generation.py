@@ -74,6 +74,7 @@ def generate(
     start_id=None,
     seed=None,
     jit_compile=False,
+    min_length=None,
 ):
     """Generates `max_length` tokens per prompt.
 
@@ -104,6 +105,14 @@ def generate(
             token on CPU, after tens of seconds of compiling on the first call).
             Compiled functions are cached per model and sampler config: later
             calls with the same shapes skip tracing.
+        min_length: an int, or one per prompt (a `(B,)` int array): a sequence
+            cannot end (emit `eos_id`) before it holds that many tokens, as if
+            `eos_id` had no probability until then (the scores are of those
+            renormalised distributions). Needs `eos_id`. With
+            `min_length = max_length` no sequence ends early; with each row's
+            true target length and then cut there, it decodes with the output
+            length given (the "oracle length" evaluation of Newman et al.,
+            2020, "The EOS Decision and Length Extrapolation").
 
     Returns:
         A `GenerationResult` with `tokens`, `scores` and `attention`.
@@ -141,6 +150,7 @@ def generate(
             "decoder input. Received: start_id=None"
         )
     prompts = _prepare_prompts(prompts, prompt_vocab, compact=not is_seq2seq)
+    min_length = _min_lengths(min_length, len(prompts), eos_id)
     if seed is None:
         seed = random.randint(0, 2**31 - 2)
     check_int("seed", seed, 0)
@@ -154,14 +164,20 @@ def generate(
         # Build eagerly: variables must exist before the decoding function is traced.
         model.init_cache(prompts[:1, :1], 1, start_id=start_id)
 
-    def run(model, prompts, seed):
-        return sampler(model, prompts, seed=seed, **decoding)
+    def run(model, prompts, seed, *min_length):
+        # `min_length` only when asked: a sampler's own `__call__` may not take it
+        extra = {"min_length": min_length[0]} if min_length else {}
+        return sampler(model, prompts, seed=seed, **decoding, **extra)
 
-    key = (_sampler_key(sampler), tuple(sorted(decoding.items())))
+    key = (_sampler_key(sampler), tuple(sorted(decoding.items())), min_length is not None)
     function = _compilation.compiled(model, key, run, jit_compile)
-    tokens, scores, attention = function(
-        ops.convert_to_tensor(prompts, "int32"), ops.convert_to_tensor(seed % (2**31 - 1), "int32")
-    )
+    tensors = [
+        ops.convert_to_tensor(prompts, "int32"),
+        ops.convert_to_tensor(seed % (2**31 - 1), "int32"),
+    ]
+    if min_length is not None:
+        tensors.append(ops.convert_to_tensor(min_length, "int32"))
+    tokens, scores, attention = function(*tensors)
     return GenerationResult(
         tokens=np.asarray(ops.convert_to_numpy(tokens)).astype("int32"),
         scores=np.asarray(ops.convert_to_numpy(scores)).astype("float32"),
@@ -172,6 +188,31 @@ def generate(
 def _sampler_key(sampler):
     """Samplers with equal configs decode alike: one compiled function serves them."""
     return type(sampler), json.dumps(sampler.get_config(), sort_keys=True, default=str)
+
+
+def _min_lengths(min_length, batch, eos_id):
+    """`min_length` as an int32 `(batch,)` array, or None."""
+    if min_length is None:
+        return None
+    if eos_id is None:
+        raise ValueError(
+            "min_length needs eos_id: it forbids eos_id before that many tokens. "
+            f"Received: min_length={_describe(min_length)} and eos_id=None"
+        )
+    if isinstance(min_length, (int, np.integer)) and not isinstance(min_length, bool):
+        check_int("min_length", min_length, 0)
+        return np.full((batch,), min(int(min_length), MAX_LENGTH), "int32")
+    array = np.asarray(min_length)
+    if (
+        array.shape != (batch,)
+        or not np.issubdtype(array.dtype, np.integer)
+        or (array.size and array.min() < 0)
+    ):
+        raise ValueError(
+            f"min_length must be an integer >= 0 or one per prompt (an int array of shape "
+            f"({batch},) with values >= 0). Received: min_length={_describe(min_length)}"
+        )
+    return np.minimum(array, MAX_LENGTH).astype("int32")
 
 
 def _vocabularies(model):

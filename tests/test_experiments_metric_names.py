@@ -73,19 +73,26 @@ def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
     used = []
     decode = kind.decode
 
-    def recording(model, gen_cfg, prompts, max_length, batch_size=None):
-        used.append(gen_cfg.sampler_name)
-        return decode(model, gen_cfg, prompts, max_length, batch_size)
+    def recording(model, gen_cfg, prompts, max_length, batch_size=None, min_length=None):
+        used.append(gen_cfg.sampler_name + ("" if min_length is None else "+oracle"))
+        return decode(model, gen_cfg, prompts, max_length, batch_size, min_length)
 
     monkeypatch.setattr(kind, "decode", recording)
     options = {"beam": {"beam_width": 2}, "top_k": {"k": 2}}.get(strategy, {})
     gen_cfg = GenerateConfig(sampler={"name": strategy, **options})
     results = kind.test_metrics(model, task, task.test, gen_cfg)
-    expected = {"token_accuracy", "exact_match_greedy", "alignment_accuracy", "attention_entropy"}
+    expected = {
+        "token_accuracy",
+        "exact_match_greedy",
+        "exact_match_oracle",
+        "alignment_accuracy",
+        "attention_entropy",
+    }
     if strategy == "beam":
         expected.add("exact_match_beam")
     assert set(results) == expected
-    assert used == (["greedy", "beam"] if strategy == "beam" else ["greedy"])
+    # the oracle length decodes greedy too (with no `</s>` before each target's length)
+    assert used == ["greedy", "greedy+oracle"] + (["beam"] if strategy == "beam" else [])
     assert all(0.0 <= results[k] <= 1.0 for k in results if k.startswith("exact_match"))
 
 

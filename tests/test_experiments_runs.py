@@ -165,6 +165,11 @@ def test_mechanisms_attention_losses_and_length_buckets(task, attention, train, 
         for name in seen:
             assert 0.0 <= metrics[f"test_exact_match_greedy_{name}"] <= 1.0, name
             assert f"test_token_accuracy_{name}" in metrics
+            # and with the output length given (the oracle length)
+            assert 0.0 <= metrics[f"test_exact_match_oracle_{name}"] <= 1.0, name
+            if "test_min_length" in task:  # reverse has a ground-truth alignment
+                assert 0.0 <= metrics[f"test_alignment_accuracy_{name}"] <= 1.0, name
+        assert 0.0 <= metrics["test_exact_match_oracle"] <= 1.0
         assert {"length_generalisation.json", "length_generalisation.png"} <= files
     else:
         assert not any("_len_" in key for key in metrics)

@@ -206,6 +206,99 @@ def test_beam_length_penalty_and_early_stop_at_eos():
     assert np.all(long.attention[0, 3:] == 0)
 
 
+def _ends_at_once(eos_id):
+    """A random table whose every row prefers `eos_id` by 1e9: the model always wants to stop."""
+    table = random_table(5)
+    table[:, eos_id] = 1e9
+    return table
+
+
+@pytest.mark.parametrize(
+    "strategy, kwargs",
+    [("greedy", {}), ("sample", {}), ("top_k", {"k": 3}), ("beam", {"beam_width": 3})],
+)
+def test_min_length_forbids_eos_before_each_rows_length(strategy, kwargs):
+    eos = 3
+    lengths = np.array([0, 1, 4, 7, 9])  # 9 > max_length: that row never ends
+    result = generate(
+        TableModel(_ends_at_once(eos)),
+        [[2], [5], [1, 4], [6], [7]],
+        8,
+        sampler=samplers.get(strategy, **kwargs),
+        eos_id=eos,
+        seed=2,
+        min_length=lengths,
+    )
+    for row, n in zip(result.tokens.tolist(), lengths):
+        assert eos not in row[:n] and 0 not in row[:n], (row, n)  # never ends before
+        if n < 8:
+            assert row[n] == eos and row[n + 1 :] == [0] * (7 - n), (row, n)  # ends at once
+    free = generate(TableModel(_ends_at_once(eos)), [[2]], 8, sampler=strategy, eos_id=eos, seed=2)
+    np.testing.assert_array_equal(free.tokens, [[eos] + [0] * 7])
+
+
+def test_min_length_greedy_matches_a_numpy_reference():
+    """EOS is impossible until the row's length: the argmax and the scores are of the
+    renormalised distribution without it (as padding is never generated)."""
+    table, eos = random_table(11), 4
+    table[:, eos] += 1.2  # EOS often best
+    prompts, lengths = [[1], [2], [5], [7]], np.array([0, 2, 3, 6])
+    result = generate(TableModel(table), prompts, 7, eos_id=eos, min_length=lengths)
+    for (last,), n, tokens, score in zip(prompts, lengths, result.tokens, result.scores):
+        token, expected, total, done = last, [], 0.0, False
+        for step in range(7):
+            if done:
+                expected.append(0)
+                continue
+            logits = table[token].astype("float64").copy()
+            logits[0] = -np.inf
+            if step < n:
+                logits[eos] = -np.inf
+            log_probs = logits - logits.max()
+            log_probs -= np.log(np.exp(log_probs).sum())
+            token = int(np.argmax(log_probs))
+            total += log_probs[token]
+            expected.append(token)
+            done = token == eos
+        np.testing.assert_array_equal(tokens, expected)
+        np.testing.assert_allclose(score, total, atol=1e-5)
+    free = generate(TableModel(table), prompts, 7, eos_id=eos).tokens.tolist()
+    assert any(eos in row[:n] for row, n in zip(free, lengths))  # the constraint did bite
+
+
+def test_min_length_makes_beam_search_take_the_longer_hypothesis():
+    # From 1: EOS (6) at once (0.5) or 2 (0.45) then 3 then EOS; min_length 1 rules out the first.
+    table = _table_from_probs(
+        {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
+    )
+    beam = samplers.get("beam", beam_width=3)
+    result = generate(TableModel(table), [[1]], 5, eos_id=6, sampler=beam, min_length=1)
+    np.testing.assert_array_equal(result.tokens, [[2, 3, 6, 0, 0]])
+    reference = log_softmax_rows(table)
+    first = np.log(np.exp(reference[1, 2]) / (1 - np.exp(reference[1, 6])))  # renormalised
+    np.testing.assert_allclose(
+        result.scores, [first + reference[2, 3] + reference[3, 6]], atol=1e-4
+    )
+    as_int = generate(TableModel(table), [[1], [1]], 5, eos_id=6, sampler=beam, min_length=1)
+    as_rows = generate(TableModel(table), [[1], [1]], 5, eos_id=6, sampler=beam, min_length=[1, 1])
+    np.testing.assert_array_equal(as_int.tokens, as_rows.tokens)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"min_length": 2}, r"min_length needs eos_id.*Received: min_length=2 and eos_id=None"),
+        ({"min_length": -1, "eos_id": 2}, r"min_length must be .* Received: min_length=-1"),
+        ({"min_length": True, "eos_id": 2}, r"min_length must be .* Received: min_length=True"),
+        ({"min_length": [1, 2], "eos_id": 2}, r"one per prompt .*\(1,\).*Received: min_length"),
+        ({"min_length": [1.5], "eos_id": 2}, r"min_length must be .* Received: min_length"),
+    ],
+)
+def test_min_length_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        generate(TableModel(cycle_table()), [[1]], 3, **kwargs)
+
+
 def test_padded_array_prompts_equal_lists():
     model = TableModel(random_table(7))
     padded = np.array([[3, 0, 0], [5, 6, 0], [0, 1, 2]])  # left padding is compacted too

@@ -12,7 +12,9 @@ from experiments.tracking.model_logging import text_signature
 from keras_attn_rnn import samplers
 
 
-@keras.saving.register_keras_serializable(package="tests")
+# Its own serialization name: tests/test_samplers.py registers another MarginSampler, and
+# whichever module a pytest worker imports last would otherwise own "tests>MarginSampler".
+@keras.saving.register_keras_serializable(package="tests", name="RunnerMarginSampler")
 class MarginSampler(samplers.Sampler):
     """Greedy among the tokens within `margin` of the best (a test's sampler)."""
 

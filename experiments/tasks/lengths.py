@@ -5,7 +5,7 @@ The test split (lengths seen in training) is one bucket; the generalisation
 split (longer examples, `Task.generalization`) is cut into the task's own
 buckets (`Task.length_buckets`), else into at most three buckets of equal
 width. Bucket names (`len_13_16`) suffix the metric names
-(`test_exact_match_greedy_len_13_16`).
+(`test_exact_match_greedy_len_13_16`, `test_exact_match_oracle_len_13_16`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from experiments.tasks.split import Split
 from experiments.tasks.task import Task
@@ -49,22 +50,34 @@ def _name(lengths: np.ndarray) -> str:
     return f"len_{int(lengths.min())}_{int(lengths.max())}"
 
 
-def figure(results: dict[str, dict[str, float]], metric: str, title: str) -> Figure:
-    """A bar per bucket of `results[bucket][metric]`, the training lengths' bucket first."""
+def figure(results: dict[str, dict[str, float]], metrics: str | list[str], title: str) -> Figure:
+    """Bars per bucket of `results[bucket][metric]` for each of `metrics` (one name or
+    several: grouped side by side, `exact_match_greedy` beside `exact_match_oracle`), the
+    training lengths' bucket first (hatched)."""
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     names = list(results)
-    values = [results[name].get(metric, float("nan")) for name in names]
-    fig = Figure(figsize=(max(4.0, 1.3 * len(names) + 2), 3.5))
+    fig = Figure(figsize=(max(4.0, (0.7 + 0.6 * len(metrics)) * len(names) + 2), 3.5))
     ax = fig.add_subplot(1, 1, 1)
-    colors = ["tab:blue"] + ["tab:orange"] * (len(names) - 1)
-    ax.bar(range(len(names)), values, color=colors)
+    width = 0.8 / len(metrics)
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
+    values = []
+    for k, metric in enumerate(metrics):
+        row = [results[name].get(metric, float("nan")) for name in names]
+        values += row
+        xs = [i + (k - (len(metrics) - 1) / 2) * width for i in range(len(names))]
+        bars = ax.bar(xs, row, width=width, color=colors[k % len(colors)], label=metric)
+        bars[0].set_hatch("//")  # seen in training
+        for x, value in zip(xs, row):
+            ax.text(x, value, f"{value:.3f}", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(
         range(len(names)), labels=[n.removeprefix("len_").replace("_", "–") for n in names]
     )
-    ax.set_xlabel("length (blue: seen in training)")
-    ax.set_ylabel(metric)
+    ax.set_xlabel("length (hatched: seen in training)")
+    ax.set_ylabel(metrics[0] if len(metrics) == 1 else "score")
     ax.set_ylim(0, 1.05 if all(0 <= v <= 1 for v in values if v == v) else None)
-    for i, value in enumerate(values):
-        ax.text(i, value, f"{value:.3f}", ha="center", va="bottom", fontsize=8)
-    ax.set_title(title)
+    if len(metrics) > 1:  # plain patches: the hatch marks the bucket, not the metric
+        handles = [Patch(color=colors[k % len(colors)]) for k in range(len(metrics))]
+        ax.legend(handles, metrics, fontsize=8, loc="upper right")
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

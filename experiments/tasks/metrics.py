@@ -40,6 +40,22 @@ def exact_match(targets: np.ndarray, decoded: np.ndarray) -> float:
     return float(np.mean([_strip(t) == _strip(d) for t, d in zip(targets, decoded)]))
 
 
+def target_lengths(targets: np.ndarray) -> np.ndarray:
+    """Each target's length (B,): its tokens before `</s>` (or padding)."""
+    ends = np.isin(targets, (END, PAD))
+    return np.where(ends.any(-1), ends.argmax(-1), targets.shape[-1]).astype("int32")
+
+
+def cut_to_lengths(decoded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """`decoded` (B, T) ended at each row's length (B,): its first `lengths[b]` tokens, then
+    `</s>` and padding (the oracle-length output: its length is the target's)."""
+    out = np.zeros((len(decoded), max(decoded.shape[1], int(lengths.max(initial=0)) + 1)), "int32")
+    for b, n in enumerate(lengths):
+        out[b, :n] = decoded[b, :n]
+        out[b, n] = END
+    return out
+
+
 def _strip(ids) -> list[int]:
     out = []
     for i in ids:

@@ -41,22 +41,43 @@ def forward(model, split, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray
 
 
 def decode(
-    model, gen_cfg, prompts, max_length: int, batch_size: int | None = None, **token_ids
+    model,
+    gen_cfg,
+    prompts,
+    max_length: int,
+    batch_size: int | None = None,
+    min_length=None,
+    **token_ids,
 ) -> np.ndarray:
     """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`),
     `batch_size` prompts at a time (None: all at once).
 
     `prompts` are source ids (B, S) for a seq2seq model and lists of ids for a
-    language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with.
+    language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with;
+    `min_length` (B,), if given, the tokens each row holds before it may emit `eos_id`.
     """
     if batch_size is not None and len(prompts) > batch_size:
         parts = [
-            decode(model, gen_cfg, prompts[start : start + batch_size], max_length, **token_ids)
+            decode(
+                model,
+                gen_cfg,
+                prompts[start : start + batch_size],
+                max_length,
+                min_length=None if min_length is None else min_length[start : start + batch_size],
+                **token_ids,
+            )
             for start in range(0, len(prompts), batch_size)
         ]
         return np.concatenate(parts)
+    extra = {} if min_length is None else {"min_length": np.asarray(min_length)}
     result = generate(
-        model, prompts, max_length, sampler=gen_cfg.build_sampler(), seed=gen_cfg.seed, **token_ids
+        model,
+        prompts,
+        max_length,
+        sampler=gen_cfg.build_sampler(),
+        seed=gen_cfg.seed,
+        **token_ids,
+        **extra,
     )
     return np.asarray(result.tokens)
 

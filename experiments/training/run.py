@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -361,27 +362,33 @@ def make_callbacks(cfg, task, tracker, folder, batches, state) -> list:
 
 
 def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
-    """The kind's metrics per length bucket (`test_exact_match_greedy_len_13_16`), on every row
-    of the test and generalisation splits; JSON and a plot."""
+    """The kind's metrics per length bucket (`test_exact_match_greedy_len_13_16`, and
+    `length_metric_names`: `test_exact_match_oracle_len_13_16`,
+    `test_alignment_accuracy_len_13_16`), on every row of the test and generalisation
+    splits; JSON and a plot (seq2seq: free and oracle-length exact match side by side)."""
     kind = task.kind
     per_bucket = {
-        name: kind.evaluate(model, task, split) for name, split in lengths.buckets(task).items()
+        name: kind.length_metrics(model, task, split)
+        for name, split in lengths.buckets(task).items()
     }
     if not per_bucket:
         return
+    logged = set(kind.metric_names) | set(kind.length_metric_names)
     tracker.log_metrics_once(
         {
             f"test_{metric}_{name}": value
             for name, results in per_bucket.items()
             for metric, value in results.items()
-            if metric in kind.metric_names
+            if metric in logged and math.isfinite(value)
         },
         step,
     )
     tracker.log_dict(per_bucket, "length_generalisation.json")
     metric = kind.primary_metric.removeprefix("test_")
-    title = f"{task.name}: {metric} by length ({cfg.model.attention.mechanism} attention)"
-    tracker.log_figure(lengths.figure(per_bucket, metric, title), "length_generalisation.png")
+    shown = [metric, *kind.length_plot_metrics]
+    mechanism = cfg.model.attention.mechanism
+    title = f"{task.name}: {', '.join(shown)} by length ({mechanism} attention)"
+    tracker.log_figure(lengths.figure(per_bucket, shown, title), "length_generalisation.png")
 
 
 def _register(tracker, model_uri: str, name: str) -> None:

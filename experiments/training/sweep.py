@@ -67,7 +67,10 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
             rows.append(_summary_row(client, child, point))
             _copy_final_heatmaps(client, child, tracker, point)
         _progress(len(points), len(points), ["done"], end="\n")
-        _log_comparison(tracker, rows, prepared[0].task.kind.primary_metric)
+        kind = prepared[0].task.kind
+        _log_comparison(tracker, rows, kind.primary_metric)
+        shown = [kind.primary_metric, *(f"test_{m}" for m in kind.length_plot_metrics)]
+        _log_length_comparison(tracker, rows, shown)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -118,3 +121,44 @@ def _log_comparison(tracker, rows: list[dict], metric: str) -> None:
     ax.set_title(f"sweep: {metric}")
     fig.tight_layout()
     tracker.log_figure(fig, "comparison.png")
+
+
+def _log_length_comparison(tracker, rows: list[dict], metrics: list[str]) -> None:
+    """With length buckets: `length_comparison.json` (+ CSV), a row per point and bucket with
+    `metrics` there (`test_exact_match_greedy` and `test_exact_match_oracle` of
+    `test_exact_match_greedy_len_13_16` ...), and `length_comparison.png`, a panel per metric
+    with a bar per point in each bucket."""
+    buckets = sorted(
+        {k.split("_len_", 1)[1] for r in rows for k in r if k.startswith(f"{metrics[0]}_len_")},
+        key=lambda b: tuple(int(n) for n in b.split("_")),
+    )
+    if not buckets:
+        return
+    table = [
+        {
+            "point": r["point"],
+            "bucket": b,
+            **{m.removeprefix("test_"): r.get(f"{m}_len_{b}", float("nan")) for m in metrics},
+        }
+        for r in rows
+        for b in buckets
+    ]
+    tracker.log_table(table, "length_comparison.json")
+    width = 0.8 / len(rows)
+    fig = Figure(
+        figsize=(max(5.0, (1.0 + 0.35 * len(rows)) * len(buckets) + 2), 3.2 * len(metrics))
+    )
+    for panel, metric in enumerate(metrics, start=1):
+        ax = fig.add_subplot(len(metrics), 1, panel)
+        for k, r in enumerate(rows):
+            values = [r.get(f"{metric}_len_{b}", float("nan")) for b in buckets]
+            xs = [i + (k - (len(rows) - 1) / 2) * width for i in range(len(buckets))]
+            ax.bar(xs, values, width=width, label=r["point"])
+        ax.set_xticks(range(len(buckets)), labels=[b.replace("_", "–") for b in buckets])
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(metric.removeprefix("test_"))
+        ax.set_title(f"sweep: {metric} by length (first: seen in training)", fontsize=9)
+        if panel == 1:
+            ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    tracker.log_figure(fig, "length_comparison.png")

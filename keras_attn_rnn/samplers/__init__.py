@@ -10,7 +10,7 @@ from keras_attn_rnn import registry
 from keras_attn_rnn.samplers.beam_sampler import BeamSampler
 from keras_attn_rnn.samplers.greedy_sampler import GreedySampler
 from keras_attn_rnn.samplers.random_sampler import RandomSampler
-from keras_attn_rnn.samplers.sampler import Sampler, gumbel_noise
+from keras_attn_rnn.samplers.sampler import Sampler, gumbel_noise, without_early_eos
 from keras_attn_rnn.samplers.top_k_sampler import TopKSampler
 from keras_attn_rnn.samplers.top_p_sampler import TopPSampler
 
@@ -28,6 +28,7 @@ __all__ = [
     "gumbel_noise",
     "names",
     "serialize",
+    "without_early_eos",
 ]
 
 # The names `generate(sampler=...)`, the runner's `generate.strategy` and `get` accept.

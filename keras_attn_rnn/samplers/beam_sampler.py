@@ -7,6 +7,7 @@ from keras_attn_rnn.samplers.sampler import (
     Sampler,
     check_int,
     check_number,
+    without_early_eos,
     without_padding,
 )
 
@@ -129,7 +130,9 @@ class BeamSampler(Sampler):
         penalty = coverage_penalty(accumulated, mask)
         return scores + self.coverage_penalty_weight * penalty * ops.cast(finished, "float32")
 
-    def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
+    def __call__(
+        self, model, prompts, max_length, start_id=None, eos_id=None, seed=0, min_length=None
+    ):
         width = self.beam_width
         logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
         batch, vocab = ops.shape(logits)[0], ops.shape(logits)[1]
@@ -146,6 +149,8 @@ class BeamSampler(Sampler):
 
         def repeat(x):
             return ops.repeat(x, width, axis=0)
+
+        beam_min_length = None if min_length is None else repeat(min_length)  # (B * W,)
 
         # A finished beam continues only with padding, at no cost.
         pad_only = ops.where(ops.equal(ops.arange(vocab), 0), 0.0, IMPOSSIBLE)
@@ -189,7 +194,10 @@ class BeamSampler(Sampler):
             if self.coverage_penalty_weight:
                 # tfa: the alignments behind this step's logits count for beams still running
                 covered = covered + attention * ops.expand_dims(ops.cast(running, "float32"), -1)
-            step_log_probs = ops.log_softmax(without_padding(beams["logits"]), axis=-1)
+            step_logits = without_padding(beams["logits"])
+            if min_length is not None and eos_id is not None:
+                step_logits = without_early_eos(step_logits, step, beam_min_length, eos_id)
+            step_log_probs = ops.log_softmax(step_logits, axis=-1)
             step_log_probs = ops.reshape(step_log_probs, (batch, width, vocab))
             step_log_probs = ops.where(ops.expand_dims(finished, -1), pad_only, step_log_probs)
             candidates = ops.expand_dims(beams["log_probs"], -1) + step_log_probs

@@ -59,6 +59,10 @@ class Sampler:
         start_id: the first decoder input (`Seq2Seq`), or None.
         eos_id: end-of-sequence id, or None.
         seed: int32 scalar tensor, the seed of this generation.
+        min_length: int32 `(B,)` tensor, or None: row `b` cannot generate
+            `eos_id` before it holds `min_length[b]` tokens (`generate` passes
+            it only when asked, so a subclass's own `__call__` without it still
+            works); apply it to the logits with `without_early_eos`.
 
     Returns:
         `(tokens (B, max_length) int32, scores (B,) float32, attention
@@ -129,7 +133,9 @@ class Sampler:
         token = self.get_next_token(logits / self.temperature, step_seed)
         return ops.cast(token, "int32")
 
-    def __call__(self, model, prompts, max_length, start_id=None, eos_id=None, seed=0):
+    def __call__(
+        self, model, prompts, max_length, start_id=None, eos_id=None, seed=0, min_length=None
+    ):
         logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
         batch = ops.shape(logits)[0]
         tokens = _compilation.new_record(max_length, (batch,), "int32")
@@ -143,6 +149,8 @@ class Sampler:
 
         def body(step, logits, weights, cache, tokens, history, scores, done):
             logits = without_padding(logits)
+            if min_length is not None and eos_id is not None:
+                logits = without_early_eos(logits, step, min_length, eos_id)
             token = self.next_token(logits, seed, step)
             log_probs = ops.log_softmax(logits, axis=-1)
             token_log_prob = ops.squeeze(
@@ -180,6 +188,14 @@ def without_padding(logits):
     """float32 logits with id 0 (padding) made impossible: it is never generated."""
     logits = ops.cast(logits, "float32")
     return ops.where(ops.equal(ops.arange(ops.shape(logits)[-1]), 0), IMPOSSIBLE, logits)
+
+
+def without_early_eos(logits, step, min_length, eos_id):
+    """float32 logits `(B, V)` with `eos_id` impossible in the rows that hold fewer than
+    `min_length` `(B,)` tokens at `step` (the number of tokens generated so far)."""
+    early = ops.expand_dims(ops.less(step, min_length), -1)
+    is_eos = ops.equal(ops.arange(ops.shape(logits)[-1]), eos_id)
+    return ops.where(ops.logical_and(early, is_eos), IMPOSSIBLE, logits)
 
 
 def gumbel_noise(shape, seed):

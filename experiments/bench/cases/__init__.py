@@ -18,6 +18,7 @@ BENCHMARKS = {
     "luong_parallel_speedup": decoder.luong_parallel_speedup,
     "monotonic_parallel_cost": decoder.monotonic_parallel_cost,
     "location_cost": decoder.location_cost,
+    **{f"{name}_cost": decoder.mechanism_cost(name) for name in decoder.MECHANISM_COSTS},
     "generation_cache_speedup": generation.generation_cache_speedup,
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,

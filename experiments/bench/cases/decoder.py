@@ -167,6 +167,44 @@ def location_cost(options: Options) -> dict:
     }
 
 
+# The newer mechanisms' cost cases (`<name>_cost`), by registry name, with their papers'
+# settings: GMM v2b with 5 mixtures (Battenberg et al. 2020), DCA with 8 static and 8
+# dynamic filters of width 21 and a prior of length 11 (the same paper), and Dubois et al.'s
+# location attention with its defaults (additive content score).
+MECHANISM_COSTS = {
+    "gmm": dict(num_mixtures=5, version="v2b"),
+    "dca": dict(
+        static_filters=8,
+        static_kernel_size=21,
+        dynamic_filters=8,
+        dynamic_kernel_size=21,
+        prior_length=11,
+    ),
+    "relative_location": {},
+}
+
+
+def mechanism_cost(name: str) -> Callable[[Options], dict]:
+    """The cost case of registered mechanism `name`: a Bahdanau decoder step with
+    `mechanisms.get(name, units=U, **MECHANISM_COSTS[name])` vs content Bahdanau."""
+    settings = MECHANISM_COSTS[name]
+
+    def case(options: Options) -> dict:
+        result = _mechanism_cost(options, lambda u: mechanisms.get(name, units=u, **settings))
+        arguments = ", ".join(["U", *(f"{k}={v!r}" for k, v in settings.items())])
+        return {
+            **result,
+            "project": f"AttentionDecoder(LSTMCell(U), {mechanisms.class_for(name).__name__}"
+            f"({arguments}), attention_layer_size=U), Dense(V), Adam step",
+            "peer": "the same with content additive attention (score='additive')",
+            "shapes": options.sizes["decoder"],
+        }
+
+    case.__name__ = case.__qualname__ = f"{name}_cost"
+    case.__doc__ = f"{name!r} mechanism decoder step vs content Bahdanau (see `mechanism_cost`)."
+    return case
+
+
 def _run_tfa(options: Options, jit: bool, repeats: int, warmup: int) -> dict:
     s = options.sizes["decoder"]
     command = [

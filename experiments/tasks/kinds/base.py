@@ -191,6 +191,16 @@ class TaskKind:
         """The values of `metric_names` on `split`, given the model's logits on it."""
         raise NotImplementedError
 
+    #: what each length bucket logs (`test_<name>_len_A_B`) besides `metric_names`, where
+    #: `length_metrics` gives it a finite value
+    length_metric_names: tuple[str, ...] = ("alignment_accuracy",)
+    #: what the length plot shows beside the primary metric (a bar each per bucket)
+    length_plot_metrics: tuple[str, ...] = ()
+
+    def length_metrics(self, model, task: Task, split: Split) -> dict[str, float]:
+        """What a length bucket reports (`lengths.buckets`): `evaluate` by default."""
+        return self.evaluate(model, task, split)
+
     def test_metrics(self, model, task: Task, split: Split, gen_cfg: GenerateConfig) -> dict:
         """What the end of a run reports on `split`: `evaluate`, plus what the configured
         sampler adds (seq2seq: exact match of beam search)."""
@@ -207,10 +217,17 @@ class TaskKind:
         return gen_cfg.max_length or 100
 
     def decode(
-        self, model, gen_cfg: GenerateConfig, prompts, max_length: int, batch_size=None
+        self,
+        model,
+        gen_cfg: GenerateConfig,
+        prompts,
+        max_length: int,
+        batch_size=None,
+        min_length=None,
     ) -> np.ndarray:
-        """Generated token ids (B, max_length) for `prompts`, `batch_size` at a time."""
-        return modeling.decode(model, gen_cfg, prompts, max_length, batch_size)
+        """Generated token ids (B, max_length) for `prompts`, `batch_size` at a time; with
+        `min_length` (B,) no row ends before it holds that many tokens."""
+        return modeling.decode(model, gen_cfg, prompts, max_length, batch_size, min_length)
 
     def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:
         """A table of `count` sample generations (none by default, or when `count` is 0)."""

@@ -66,10 +66,20 @@ class Seq2Seq(TaskKind):
             "exact_match_greedy": self.exact_match(model, GREEDY, split),
         }
 
-    def test_metrics(self, model, task, split, gen_cfg):
-        """`evaluate`, and with `generate.sampler: beam` also `exact_match_beam` (the
-        sampling strategies are random: their exact match is not a test figure)."""
+    #: per length bucket also the oracle-length exact match (see `exact_match_oracle`)
+    length_metric_names = ("exact_match_oracle", "alignment_accuracy")
+    length_plot_metrics = ("exact_match_oracle",)
+
+    def length_metrics(self, model, task, split):
+        """`evaluate` and `exact_match_oracle`."""
         out = self.evaluate(model, task, split)
+        return {**out, "exact_match_oracle": self.exact_match_oracle(model, split)}
+
+    def test_metrics(self, model, task, split, gen_cfg):
+        """`evaluate` and `exact_match_oracle`, and with `generate.sampler: beam` also
+        `exact_match_beam` (the sampling strategies are random: their exact match is not a
+        test figure)."""
+        out = self.length_metrics(model, task, split)
         if gen_cfg.sampler_name == "beam":
             out["exact_match_beam"] = self.exact_match(model, gen_cfg, split)
         return out
@@ -79,14 +89,31 @@ class Seq2Seq(TaskKind):
         decoded = self.decode(model, gen_cfg, split.x, split.y.shape[1], batch_size=EVAL_BATCH)
         return metrics.exact_match(split.y, decoded)
 
+    def exact_match_oracle(self, model, split) -> float:
+        """Exact match of greedy decoding with the output length given: `</s>` is impossible
+        before each row's target length, and the output ends there (the "oracle length" of
+        Newman et al., 2020, "The EOS Decision and Length Extrapolation"). Beside
+        `exact_match_greedy` it tells a model that gets the tokens right but stops at the
+        wrong place from one that gets the tokens wrong."""
+        lengths = metrics.target_lengths(split.y)
+        decoded = self.decode(
+            model,
+            GREEDY,
+            split.x,
+            max(1, int(lengths.max(initial=0))),
+            batch_size=EVAL_BATCH,
+            min_length=lengths,
+        )
+        return metrics.exact_match(split.y, metrics.cut_to_lengths(decoded, lengths))
+
     def decode_length(self, task, gen_cfg):
         """`generate.max_length`, else the task's target length."""
         return gen_cfg.max_length or task.val.y.shape[1]
 
-    def decode(self, model, gen_cfg, prompts, max_length, batch_size=None):
-        """Decoding starts at `<s>` and stops at `</s>`."""
+    def decode(self, model, gen_cfg, prompts, max_length, batch_size=None, min_length=None):
+        """Decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens)."""
         return modeling.decode(
-            model, gen_cfg, prompts, max_length, batch_size, eos_id=END, start_id=START
+            model, gen_cfg, prompts, max_length, batch_size, min_length, eos_id=END, start_id=START
         )
 
     def sample_rows(self, model, task, gen_cfg, count):
