@@ -1,8 +1,9 @@
-"""Losses on attention alignments: supervised attention and coverage.
+"""Losses on attention: supervised attention, coverage, and the pointer-generator's.
 
-Both take the alignment history a decoder returns (`(B, T, S)`, zeros at
+The first two take the alignment history a decoder returns (`(B, T, S)`, zeros at
 padded target steps, e.g. `AttentionDecoder(...)(..., return_attention_scores=True)`)
-as `y_pred`, and average per example over its real target steps.
+as `y_pred`; the pointer-generator's takes the mixture probabilities of
+`Seq2Seq(copy=True)`. Each averages per example over its real target steps.
 """
 
 import keras
@@ -107,3 +108,57 @@ class CoverageLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         return coverage_loss(y_pred)
+
+
+def pointer_generator_loss(targets, probabilities, epsilon=1e-7):
+    """`-log P(target_t)` per target step, averaged over the steps whose target is not 0.
+
+    Args:
+        targets: int `(B, T)`: the target in extended ids (`keras_attn_rnn.copying`), 0 at
+            padding.
+        probabilities: float `(B, T, W)`: the mixture over the extended vocabulary
+            (`Seq2Seq(copy=True)`'s output), mixed in probability space; the log is
+            taken once, of the probability clipped below at `epsilon`.
+
+    Returns:
+        float32 `(B,)`; 0 for a row of padding only.
+    """
+    probabilities = ops.cast(probabilities, "float32")
+    targets = ops.cast(targets, "int32")
+    picked = ops.take_along_axis(
+        probabilities, ops.expand_dims(ops.maximum(targets, 0), -1), axis=-1
+    )
+    nll = -ops.log(ops.maximum(ops.squeeze(picked, -1), epsilon))
+    return _per_example_mean(nll, ops.not_equal(targets, 0))
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class PointerGeneratorLoss(keras.losses.Loss):
+    """The pointer-generator's negative log-likelihood over the extended vocabulary.
+
+    `y_true`: int `(B, T)` target ids in the extended vocabulary (0 is padding);
+    `y_pred`: the mixture probabilities `(B, T, W)` that `Seq2Seq(copy=True)` returns.
+    Per example the mean over its non-padding steps of `-log(max(P(y_true_t), epsilon))`.
+
+    Example:
+
+    >>> from keras_attn_rnn.losses import PointerGeneratorLoss
+    >>> targets = np.array([[2, 0]])  # step 1 is padding
+    >>> probabilities = np.array([[[0.1, 0.1, 0.8], [1.0, 0.0, 0.0]]])
+    >>> float(PointerGeneratorLoss()(targets, probabilities))  # -log(0.8)
+    0.223...
+
+    Reference:
+        See et al., 2017, "Get To The Point: Summarization with Pointer-Generator
+        Networks".
+    """
+
+    def __init__(self, epsilon=1e-7, name="pointer_generator_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.epsilon = epsilon
+
+    def call(self, y_true, y_pred):
+        return pointer_generator_loss(y_true, y_pred, self.epsilon)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}

@@ -4,6 +4,11 @@ A kind makes its layers (`layers`: attribute name -> layer; the model owns them 
 those names, which its saved `.keras` files use as the weights' paths) and runs them:
 `decode` over a whole target (teacher forcing), `initial_cache` and `step` for
 generation. The model chooses its kind once, in its constructor.
+
+`decode` also returns the features that the generation probability of
+`Seq2Seq(copy=True)` (the pointer-generator) reads, `[s_t; c_t]`: each step's decoder
+output and context (or attention vector). A kind built with `copy=True` may arrange its
+outputs for it.
 """
 
 import keras
@@ -16,20 +21,22 @@ from keras_attn_rnn.models import _utils
 class InputFeeding:
     """`decoder="bahdanau"`: an `AttentionDecoder` with input feeding: attention is taken at
     every step from the new cell output, and the previous attention vector is fed back into
-    the cell's input. Takes every mechanism."""
+    the cell's input. Takes every mechanism. With `copy` the decoder outputs
+    `[cell_output; attention]` (`output_attention="both"`, as See et al.'s `V [s_t; h*_t]`):
+    the output layer and the generation probability read both."""
 
     @staticmethod
     def check_options(options):
         pass
 
-    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype):
+    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype, copy=False):
         self.attention_decoder = AttentionDecoder(
             _utils.make_cell(rnn, units, "decoder_cell", dtype),
             attention=_utils.make_mechanism(
                 options, defaults, units, dtype, f"{options['mechanism']}_attention"
             ),
             attention_layer_size=attention_layer_size,
-            output_attention=True,
+            output_attention="both" if copy else True,
             input_feeding=True,
             return_sequences=True,
             dtype=dtype,
@@ -38,14 +45,16 @@ class InputFeeding:
         self.layers = {"attention_decoder": self.attention_decoder}
 
     def decode(self, y, target_mask, memory, memory_mask, states, training):
-        """`(outputs (B, T, d), alignments (B, T, S))` of the whole target."""
-        return self.attention_decoder(
+        """`(outputs (B, T, d), alignments (B, T, S), features)` of the whole target; the
+        features of the generation probability are the outputs."""
+        outputs, alignments = self.attention_decoder(
             [y, memory],
             mask=[target_mask, memory_mask],
             initial_state=states,
             training=training,
             return_attention_scores=True,
         )
+        return outputs, alignments, outputs
 
     def initial_cache(self, memory, memory_mask, states):
         cache = self.attention_decoder.get_initial_state(
@@ -78,7 +87,7 @@ class PostAttention:
                 f"Received: attention['mechanism']={options['mechanism']!r}"
             )
 
-    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype):
+    def __init__(self, rnn, units, options, defaults, attention_layer_size, dtype, copy=False):
         self.decoder_rnn = _utils.make_rnn(
             rnn, units, "decoder", dtype, return_sequences=True, return_state=True
         )
@@ -104,7 +113,8 @@ class PostAttention:
         }
 
     def decode(self, y, target_mask, memory, memory_mask, states, training):
-        """`(outputs (B, T, d), alignments (B, T, S))` of the whole target."""
+        """`(outputs (B, T, d), alignments (B, T, S), features)` of the whole target; the
+        features of the generation probability are `[h_t; context_t]`."""
         hidden, *_ = self.decoder_rnn(y, mask=target_mask, initial_state=states, training=training)
         context, alignments = self.cross_attention(
             [hidden, memory],
@@ -112,7 +122,8 @@ class PostAttention:
             return_attention_scores=True,
             training=training,
         )
-        return self.attention_layer(ops.concatenate([hidden, context], axis=-1)), alignments
+        features = ops.concatenate([hidden, context], axis=-1)
+        return self.attention_layer(features), alignments, features
 
     def initial_cache(self, memory, memory_mask, states):
         return {

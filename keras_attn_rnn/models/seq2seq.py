@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import checks, copying
 from keras_attn_rnn.models import _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
@@ -61,20 +61,45 @@ class Seq2Seq(AttentiveModel):
             `None` uses the context itself, for `"luong"` it defaults to
             `units`.
         dropout: dropout rate on the embeddings and before the output layer.
+        copy: copy attention, the pointer-generator of See et al. (2017): each
+            step also computes `p_gen = sigmoid(w · [s_t; c_t; x_t] + b)` (a
+            float32 `Dense(1)` named `p_gen` over the decoder output, the
+            context and the input embedding) and the model returns
+            `p_gen P_vocab + (1 - p_gen) P_copy` over the extended vocabulary
+            (see `keras_attn_rnn.copying`). With `decoder="bahdanau"` the
+            decoder then outputs `[cell_output; attention]` (its
+            `output_attention="both"`), which the output layer reads, as See
+            et al.'s `V [s_t; h*_t]`; with `"luong"` `s_t` is the decoder RNN's
+            output. Any mechanism.
+        max_oov: with `copy`, the number of extended ids beyond `target_vocab`
+            (a static size: the output has `target_vocab + max_oov` columns).
+            Default: `max(0, source_vocab - target_vocab)`, so that every
+            source id of a shared vocabulary can be copied.
 
     Call arguments:
         inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
             (teacher forcing: `target_in` is the target shifted right behind
-            a start token).
+            a start token). With `copy`, optionally a third tensor
+            `source_ext (B, S)`: the source in extended target ids (in-vocabulary
+            words by their target id, each example's other words `target_vocab,
+            target_vocab + 1, ...`); without it the source ids are taken to be
+            target ids already (one shared vocabulary: `source_ext = source`).
+            `target_in` holds target-vocabulary ids only: the caller writes a
+            copied word that is not in it as its unknown-word id.
         training: whether dropout is active.
-        return_attention_scores: also return the alignments.
+        return_attention_scores: also return the alignments (and, with
+            `copy`, `p_gen`).
 
     Returns:
         logits `(B, T, target_vocab)`, and float32 alignments `(B, T, S)`
-        when `return_attention_scores=True`.
+        when `return_attention_scores=True`. With `copy`: float32
+        probabilities (not logits) `(B, T, target_vocab + max_oov)`, to train
+        with `keras_attn_rnn.losses.PointerGeneratorLoss` on extended target
+        ids; with `return_attention_scores=True` then the alignments and
+        float32 `p_gen (B, T)`.
 
-    Padded source positions get attention weight exactly 0; padded target
-    positions are masked in the decoder.
+    Padded source positions get attention weight exactly 0 (and are never
+    copied); padded target positions are masked in the decoder.
 
     Generation carries state (see `keras_attn_rnn.generation.generate`):
     `logits, alignments, cache = model.init_cache(source, max_length,
@@ -90,6 +115,9 @@ class Seq2Seq(AttentiveModel):
     >>> target = keras.ops.ones((2, 4), "int32")
     >>> keras.ops.shape(model([source, target]))
     (2, 4, 12)
+    >>> copier = Seq2Seq(source_vocab=20, target_vocab=12, units=8, copy=True)
+    >>> keras.ops.shape(copier([source, target]))  # source ids 12..19 are copy-only
+    (2, 4, 20)
 
     Reference:
         Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning
@@ -111,6 +139,8 @@ class Seq2Seq(AttentiveModel):
         attention=None,
         attention_layer_size=None,
         dropout=0.0,
+        copy=False,
+        max_oov=None,
         **kwargs,
     ):
         _utils.check_sizes(
@@ -124,6 +154,18 @@ class Seq2Seq(AttentiveModel):
         _utils.check_choice("decoder", decoder, DECODERS)
         checks.check_positive_int("attention_layer_size", attention_layer_size)
         checks.check_dropout(dropout)
+        _utils.check_bool("copy", copy)
+        if max_oov is not None and (
+            isinstance(max_oov, bool) or not isinstance(max_oov, int) or max_oov < 0
+        ):
+            raise ValueError(
+                f"max_oov must be None or an integer >= 0. Received: max_oov={max_oov!r}"
+            )
+        if max_oov is not None and not copy:
+            raise ValueError(
+                "max_oov sizes the extended vocabulary of copy attention: it needs "
+                f"copy=True. Received: max_oov={max_oov!r}, copy={copy!r}"
+            )
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS, mechanism_options=True)
         kind = _seq2seq_decoders.KINDS[decoder]
         kind.check_options(options)
@@ -138,6 +180,11 @@ class Seq2Seq(AttentiveModel):
         self.attention = options
         self.attention_layer_size = attention_layer_size
         self.dropout = dropout
+        self.copy = copy
+        self.max_oov = max_oov
+        self.num_oov = 0  # extended ids beyond target_vocab
+        if copy:
+            self.num_oov = max(0, source_vocab - target_vocab) if max_oov is None else max_oov
         self.prompt_vocab_size, self.output_vocab_size = source_vocab, target_vocab
         dtype = self.dtype_policy
         self.encoder = TokenEncoder(
@@ -161,13 +208,19 @@ class Seq2Seq(AttentiveModel):
                 keras.layers.Dense(units, activation="tanh", dtype=dtype, name=f"bridge_{part}")
                 for part in (("h", "c") if rnn == "lstm" else ("h",))
             ]
-        self._decoding = kind(rnn, units, options, _ATTENTION_DEFAULTS, attention_layer_size, dtype)
+        self._decoding = kind(
+            rnn, units, options, _ATTENTION_DEFAULTS, attention_layer_size, dtype, copy=copy
+        )
         for attribute, layer in self._decoding.layers.items():
             setattr(self, attribute, layer)  # tracked, and saved under this name
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
         self.output_layer = keras.layers.Dense(
             target_vocab, dtype=_utils.logits_dtype(dtype), name="logits"
         )
+        if copy:
+            self.p_gen = keras.layers.Dense(
+                1, activation="sigmoid", dtype=_utils.logits_dtype(dtype), name="p_gen"
+            )
 
     def encode(self, source, training=None):
         """`(memory (B, S, d_m), memory_mask (B, S), initial decoder state list)`."""
@@ -181,17 +234,50 @@ class Seq2Seq(AttentiveModel):
         return memory, mask, list(states)
 
     def call(self, inputs, training=None, return_attention_scores=False):
-        source, target = inputs
+        source, target, source_ext = self._split(inputs)
         memory, memory_mask, states = self.encode(source, training)
         target_mask = ops.not_equal(target, 0)
         y = self.dropout_layer(self.target_embedding(target), training=training)
-        outputs, alignments = self._decoding.decode(
+        outputs, alignments, features = self._decoding.decode(
             y, target_mask, memory, memory_mask, states, training
         )
         logits = self.output_layer(self.dropout_layer(outputs, training=training))
+        if not self.copy:
+            return (logits, alignments) if return_attention_scores else logits
+        features = self.dropout_layer(features, training=training)
+        p_gen = self.p_gen(ops.concatenate([features, y], axis=-1))
+        probabilities = copying.pointer_generator_mixture(
+            ops.softmax(ops.cast(logits, "float32"), axis=-1),
+            alignments,
+            p_gen,
+            source_ext,
+            self.num_oov,
+            source_mask=memory_mask,
+        )
         if return_attention_scores:
-            return logits, alignments
-        return logits
+            return probabilities, alignments, ops.squeeze(ops.cast(p_gen, "float32"), -1)
+        return probabilities
+
+    def _split(self, inputs):
+        """`(source, target_in, source_ext)`; `source_ext` is `source` unless given."""
+        parts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(parts) == 3 and self.copy:
+            source, target, source_ext = parts
+            if not _same_shape(source_ext.shape, source.shape):
+                raise ValueError(
+                    "source_ext must have the source's shape (B, S). Received: "
+                    f"source.shape={tuple(source.shape)}, source_ext.shape="
+                    f"{tuple(source_ext.shape)}"
+                )
+            return source, target, source_ext
+        if len(parts) != 2:
+            expected = "[source, target_in(, source_ext)]" if self.copy else "[source, target_in]"
+            hint = "" if self.copy else " (source_ext needs copy=True)"
+            raise ValueError(
+                f"Seq2Seq expects inputs={expected}{hint}. "
+                f"Received: inputs={checks.describe(inputs)}"
+            )
+        return parts[0], parts[1], parts[0]
 
     def init_cache(self, prompts, max_length=None, start_id=None):
         """Encodes the source and runs the first decoder step on `start_id`.
@@ -208,6 +294,12 @@ class Seq2Seq(AttentiveModel):
             memory, its prepared keys and its mask; with monotonic attention
             also `initial_alignments`, where beam search's coverage starts).
         """
+        if self.copy:
+            raise ValueError(
+                "generation over the extended vocabulary of copy attention is not "
+                "implemented yet; the step API returns target-vocabulary logits only. "
+                f"Received: a Seq2Seq with copy={self.copy!r}"
+            )
         if start_id is None:
             raise ValueError(
                 "Seq2Seq.init_cache needs start_id, the first decoder input. "
@@ -241,4 +333,11 @@ class Seq2Seq(AttentiveModel):
             "attention": _utils.serialize_attention(self.attention),
             "attention_layer_size": self.attention_layer_size,
             "dropout": self.dropout,
+            # only when set: a model without copy attention keeps the config it had before
+            **({"copy": True, "max_oov": self.max_oov} if self.copy else {}),
         }
+
+
+def _same_shape(a, b):
+    """Static shapes that may be equal (an unknown size matches any)."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))

@@ -1,0 +1,85 @@
+"""Copy attention (the pointer-generator of See et al., 2017): the output distribution
+over an extended vocabulary that mixes generating a word with copying a source word.
+
+Each example's source words outside the target vocabulary (size `V`) get temporary ids
+`V, V + 1, ...` (the same word twice gets the same id); `source_ext` is the source
+written in those extended ids. A step's distribution is
+`P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: source_ext_i = w} a_i`, over
+`V + num_oov` ids.
+"""
+
+from keras import ops
+
+
+def extended_vocab_size(vocab_size, num_oov):
+    """`V + num_oov`, checked: both static non-negative integers (`V` positive)."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
+        raise ValueError(
+            "the vocabulary axis of vocab_probabilities must have a static size. "
+            f"Received: vocab_size={vocab_size!r}"
+        )
+    if not isinstance(num_oov, int) or isinstance(num_oov, bool) or num_oov < 0:
+        raise ValueError(
+            "num_oov must be a non-negative Python int (the number of extended ids; "
+            f"e.g. the largest count of a batch). Received: num_oov={num_oov!r}"
+        )
+    return vocab_size + num_oov
+
+
+def copy_distribution(attention, source_ext, size, source_mask=None):
+    """The attention summed per extended id: `(B, T, S)`, `(B, S)` -> float32 `(B, T, size)`.
+
+    Duplicated source words add their weights; positions where `source_mask` is False
+    (default: `source_ext != 0`, id 0 being padding) and ids outside `[0, size)`
+    contribute nothing.
+    """
+    attention = ops.cast(attention, "float32")
+    source_ext = ops.cast(source_ext, "int32")
+    if source_mask is None:
+        source_mask = ops.not_equal(source_ext, 0)
+    attention = attention * ops.expand_dims(ops.cast(source_mask, "float32"), 1)
+    # one_hot by comparison: out-of-range ids give a zero row on every backend
+    one_hot = ops.cast(
+        ops.equal(ops.expand_dims(source_ext, -1), ops.arange(size, dtype="int32")), "float32"
+    )
+    return ops.einsum("bts,bsw->btw", attention, one_hot)
+
+
+def pointer_generator_mixture(
+    vocab_probabilities, attention, p_gen, source_ext, num_oov, source_mask=None
+):
+    """`p_gen P_vocab + (1 - p_gen) P_copy` over the extended vocabulary, in float32.
+
+    Args:
+        vocab_probabilities: `(B, T, V)`, the generator's distribution (a softmax).
+        attention: `(B, T, S)`, the alignments over the source.
+        p_gen: `(B, T, 1)` (or `(B, T)`), the probability of generating.
+        source_ext: int `(B, S)`, the source in extended ids (`< V + num_oov`).
+        num_oov: Python int, the number of extended ids beyond `V` (static: e.g. the
+            largest number of source OOVs of a batch, or a fixed maximum).
+        source_mask: bool `(B, S)`, False at padding; default `source_ext != 0`.
+
+    Returns:
+        float32 probabilities `(B, T, V + num_oov)`; each row sums to
+        `p_gen + (1 - p_gen) * (attention mass on unmasked positions)`, 1 for
+        normalised attention.
+
+    Example:
+
+    >>> from keras_attn_rnn.copying import pointer_generator_mixture
+    >>> vocab = np.array([[[0.5, 0.5]]])  # V = 2
+    >>> attention = np.array([[[0.25, 0.25, 0.5]]])
+    >>> source_ext = np.array([[1, 2, 2]])  # word 2 (an OOV) twice
+    >>> p = pointer_generator_mixture(vocab, attention, np.array([[[0.6]]]), source_ext, 1)
+    >>> np.round(keras.ops.convert_to_numpy(p), 3)
+    array([[[0.3, 0.4, 0.3]]], dtype=float32)
+    """
+    size = extended_vocab_size(vocab_probabilities.shape[-1], num_oov)
+    vocab_probabilities = ops.cast(vocab_probabilities, "float32")
+    p_gen = ops.cast(p_gen, "float32")
+    if len(p_gen.shape) == 2:
+        p_gen = ops.expand_dims(p_gen, -1)
+    if num_oov:
+        vocab_probabilities = ops.pad(vocab_probabilities, [(0, 0), (0, 0), (0, num_oov)])
+    copied = copy_distribution(attention, source_ext, size, source_mask)
+    return p_gen * vocab_probabilities + (1.0 - p_gen) * copied
