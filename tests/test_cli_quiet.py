@@ -78,6 +78,19 @@ def test_a_tensorflow_strategy_on_jax_is_a_clear_error_before_any_run(tmp_path):
     assert not (tmp_path / "mlruns").exists()  # checked before the store is opened
 
 
+def test_the_benchmark_suite_on_jax_is_a_clear_error(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", "bench", "--only", "pooling_overhead", "--no-mlflow"],
+        capture_output=True,
+        text=True,
+        env=_env(KERAS_BACKEND="jax"),
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "KERAS_BACKEND: the benchmark suite times TensorFlow steps" in done.stderr
+
+
 def test_the_filter_drops_native_lines_and_forwards_the_rest(capfd, monkeypatch):
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     kept = [b"Traceback (most recent call last):", b"  ValueError: x ] y", b"F0000 fatal stays"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from experiments.bench.goals import GOALS
 from experiments.bench.profiles import profile_name
+from experiments.errors import ConfigError
 
 CHOICES = [*GOALS, "scaling"]
 
@@ -58,6 +59,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def handle(args) -> int:
     """Run the suite, print a summary table, write the JSON and log the MLflow run."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":  # its steps are tf.functions, its peers tf/tfa
+        raise ConfigError(
+            "KERAS_BACKEND: the benchmark suite times TensorFlow steps against TensorFlow "
+            "peers (Keras layers, tfa); run it with KERAS_BACKEND=tensorflow, or "
+            "tools/gpu_check.py on JAX. Received: KERAS_BACKEND="
+            f"{keras.backend.backend()!r}"
+        )
     from experiments.bench import suite
     from experiments.bench.cases.common import Options
 
