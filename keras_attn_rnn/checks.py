@@ -11,6 +11,23 @@ def check_positive_int(name, value, allow_none=True):
         raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
+def check_choice(name, value, choices):
+    """Raises unless `value` is one of `choices`."""
+    if value not in choices:
+        expected = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {expected}. Received: {name}={value!r}")
+
+
+def check_odd_width(name, value):
+    """A filter width: a positive odd integer (the filter is centred on each position)."""
+    check_positive_int(name, value, allow_none=False)
+    if value % 2 == 0:
+        raise ValueError(
+            f"{name} must be odd (the filter is centred on each position). "
+            f"Received: {name}={value!r}"
+        )
+
+
 def check_above(name, value, bound):
     """Raises unless `value` is a finite real number (not a bool) greater than `bound`."""
     if (

@@ -120,8 +120,12 @@ def test_the_prior_is_the_beta_binomial_pmf():
 
 @pytest.mark.parametrize(
     "prior",
-    [{}, {"prior_length": 4, "prior_alpha": 1.5, "prior_beta": 0.5}],
-    ids=["paper", "short"],
+    [
+        {},
+        {"prior_length": 4, "prior_alpha": 1.5, "prior_beta": 0.5},
+        {"dynamic_kernel_size": 5},  # the widths agree: one gather serves both filter banks
+    ],
+    ids=["paper", "short", "equal_widths"],
 )
 def test_matches_numpy_over_several_steps_with_padding(prior):
     layer = built(**prior)
@@ -225,7 +229,7 @@ def test_config_round_trip_and_get_by_name():
         ({"dynamic_filters": 1.0}, r"dynamic_filters must be .*Received: dynamic_filters=1.0"),
         (
             {"static_kernel_size": 4},
-            r"static_kernel_size must be a positive odd integer .*Received: static_kernel_size=4",
+            r"static_kernel_size must be odd .*Received: static_kernel_size=4",
         ),
         ({"dynamic_kernel_size": 0}, r"dynamic_kernel_size must .*Received: dynamic_kernel_size=0"),
         (

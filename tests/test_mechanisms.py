@@ -567,7 +567,7 @@ def test_jit_compiled_training_equals_eager_for_every_mechanism():
         ),
         (
             lambda: mechanisms.DynamicConvolutionAttention(4, dynamic_kernel_size=4),
-            r"dynamic_kernel_size must be a positive odd integer .*"
+            r"dynamic_kernel_size must be odd .*"
             r"Received: dynamic_kernel_size=4",
         ),
         (

@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments import config as config_lib  # noqa: E402 - after the checkout is importable
-from experiments import ready_configs  # noqa: E402
+from experiments import backends, ready_configs  # noqa: E402 - after the checkout is importable
+from experiments import config as config_lib  # noqa: E402
 from experiments.tasks import build_task  # noqa: E402
 from experiments.training import supervision  # noqa: E402
 from experiments.training.batches import EpochBatches  # noqa: E402
@@ -93,10 +93,10 @@ def main(argv=None) -> int:
     if args.demo_only_on:  # a child process: the demo part on one platform, JSON on stdout
         print("DEMO " + json.dumps(demo(sizes, args.precision)))
         return 0
-    if args.device == "gpu" and not _accelerators():
+    if args.device == "gpu" and not backends.current().accelerators():
         parser.error(f"--device gpu: no accelerator visible to {keras.backend.backend()}")
     report = {
-        "device": ", ".join(_accelerators()) or f"cpu ({os.cpu_count()} cores)",
+        "device": backends.current().device(),
         "mode": args.device,
         "backend": keras.backend.backend(),
         "keras_version": keras.__version__,
@@ -118,18 +118,6 @@ def main(argv=None) -> int:
     print(markdown(report))
     print(f"written: {out}")
     return 0
-
-
-def _accelerators() -> list[str]:
-    if keras.backend.backend() == "jax":
-        import jax
-
-        return [f"{d.platform}:{d.device_kind}" for d in jax.devices() if d.platform != "cpu"]
-    if keras.backend.backend() == "torch":
-        import torch
-
-        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return []
 
 
 def _demo_child(where: str, args) -> dict:
@@ -162,9 +150,7 @@ def demo(sizes: dict, precision: str) -> dict:
     )
     task = build_task(cfg.task)
     kind = task.kind
-    cfg = cfg.model_copy(deep=True)
-    cfg.model.attention.score = kind.score(cfg)
-    cfg.model.bidirectional = kind.bidirectional(cfg)
+    cfg = kind.resolve(cfg, task)
     if precision != "float32":
         keras.config.set_dtype_policy(f"mixed_{precision}")
     keras.utils.set_random_seed(0)
@@ -180,7 +166,7 @@ def demo(sizes: dict, precision: str) -> dict:
     timed = clock.seconds[1:]  # epoch 1 compiles
     seconds = statistics.median(timed)
     return {
-        "device": ", ".join(_accelerators()) or "cpu",
+        "device": ", ".join(backends.current().accelerators()) or "cpu",
         "precision": precision,
         "epoch_seconds": seconds,
         "epochs_per_second": 1.0 / seconds,

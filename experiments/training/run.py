@@ -66,11 +66,7 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
     distribute.check_batch(distribute.planned_replicas(cfg.train.distribute), cfg.train.batch_size)
     task = build_task(cfg.task)
     kind = task.kind
-    cfg = cfg.model_copy(deep=True)
-    cfg.model.attention.score = kind.score(cfg)
-    cfg.model.bidirectional = kind.bidirectional(cfg)
-    if cfg.generate.max_length is None:
-        cfg.generate.max_length = kind.decode_length(task, cfg.generate)
+    cfg = kind.resolve(cfg, task)
     kind.check(cfg)
     if cfg.train.alignment_loss_weight and task.train.alignment is None:
         raise invalid_config(
@@ -270,8 +266,7 @@ def compile_model(model, cfg, task) -> None:
 
 
 def _train(cfg, task, tracker, folder: Path, *, strategy, extra_callbacks=()) -> None:
-    seed = cfg.train.seed
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(cfg.train.seed)
     if cfg.train.mixed_precision:
         keras.config.set_dtype_policy(MIXED_POLICIES[cfg.train.mixed_precision])
     with backends.current().training_scope(strategy):  # JAX's data_parallel shards fit's batches

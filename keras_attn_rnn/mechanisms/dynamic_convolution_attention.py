@@ -94,9 +94,9 @@ class DynamicConvolutionAttention(Mechanism):
     ):  # pragma: no mutate block
         checks.check_positive_int("units", units, allow_none=False)
         checks.check_positive_int("static_filters", static_filters, allow_none=False)
-        _check_odd("static_kernel_size", static_kernel_size)
+        checks.check_odd_width("static_kernel_size", static_kernel_size)
         checks.check_positive_int("dynamic_filters", dynamic_filters, allow_none=False)
-        _check_odd("dynamic_kernel_size", dynamic_kernel_size)
+        checks.check_odd_width("dynamic_kernel_size", dynamic_kernel_size)
         checks.check_positive_int("prior_length", prior_length, allow_none=False)
         checks.check_above("prior_alpha", prior_alpha, 0)
         checks.check_above("prior_beta", prior_beta, 0)
@@ -153,14 +153,15 @@ class DynamicConvolutionAttention(Mechanism):
     def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
         previous = state["alignments"]
         features = ops.cast(previous, self.compute_dtype)
-        half = self.static_kernel_size // 2
-        static = ops.einsum(
-            "bsk,kf->bsf", sliding_windows(features, half, half), self._w(self.static_kernel)
+        static_half, dynamic_half = self.static_kernel_size // 2, self.dynamic_kernel_size // 2
+        static_windows = sliding_windows(features, static_half, static_half)
+        dynamic_windows = (  # one gather when the widths agree (the paper's 21 and 21)
+            static_windows
+            if dynamic_half == static_half
+            else sliding_windows(features, dynamic_half, dynamic_half)
         )
-        half = self.dynamic_kernel_size // 2
-        dynamic = ops.einsum(
-            "bsk,bfk->bsf", sliding_windows(features, half, half), self.filters_for(query)
-        )
+        static = ops.einsum("bsk,kf->bsf", static_windows, self._w(self.static_kernel))
+        dynamic = ops.einsum("bsk,bfk->bsf", dynamic_windows, self.filters_for(query))
         # einsum, not matmul: see LocationSensitiveAttention.locate
         energies = scores.additive_energy(
             self._w(self.v),
@@ -208,11 +209,3 @@ def sliding_windows(values, left, right):
     length = ops.shape(values)[1]
     index = ops.arange(length)[:, None] + ops.arange(left + right + 1)[None, :]
     return ops.take(padded, index, axis=1)
-
-
-def _check_odd(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 2 == 0:
-        raise ValueError(
-            f"{name} must be a positive odd integer (the filter is centred on each position). "
-            f"Received: {name}={value!r}"
-        )

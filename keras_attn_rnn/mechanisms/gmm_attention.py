@@ -97,16 +97,8 @@ class GMMAttention(Mechanism):
     ):  # pragma: no mutate block
         checks.check_positive_int("units", units, allow_none=False)
         checks.check_positive_int("num_mixtures", num_mixtures, allow_none=False)
-        if version not in VERSIONS:
-            raise ValueError(
-                f"version must be one of {', '.join(repr(v) for v in VERSIONS)}. "
-                f"Received: version={version!r}"
-            )
-        if direction not in DIRECTIONS:
-            raise ValueError(
-                f"direction must be one of {', '.join(repr(d) for d in DIRECTIONS)}. "
-                f"Received: direction={direction!r}"
-            )
+        checks.check_choice("version", version, VERSIONS)
+        checks.check_choice("direction", direction, DIRECTIONS)
         checks.check_above("initial_step", initial_step, 0.0)
         checks.check_above("initial_width", initial_width, WIDTH_FLOOR)
         normalizer = kwargs.get("normalizer", "softmax")

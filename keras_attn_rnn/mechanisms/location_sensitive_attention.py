@@ -70,12 +70,7 @@ class LocationSensitiveAttention(Mechanism):
     ):  # pragma: no mutate block
         checks.check_positive_int("units", units, allow_none=False)
         checks.check_positive_int("filters", filters, allow_none=False)
-        checks.check_positive_int("kernel_size", kernel_size, allow_none=False)
-        if kernel_size % 2 == 0:
-            raise ValueError(
-                "kernel_size must be odd (the convolution is centred on each position). "
-                f"Received: kernel_size={kernel_size!r}"
-            )
+        checks.check_odd_width("kernel_size", kernel_size)
         location_features = _location_features(location_features, cumulative)
         super().__init__(normalizer=normalizer, **kwargs)
         self.units = units

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _random, scores
+from keras_attn_rnn import _random, checks, scores
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 MODES = ("parallel", "recursive", "hard")
@@ -74,10 +74,7 @@ class MonotonicAttention(Mechanism):
         **kwargs,
     ):  # pragma: no mutate block
         scores.check_units(score, units, "query size")
-        if mode not in MODES:
-            raise ValueError(
-                f"mode must be one of {', '.join(repr(m) for m in MODES)}. Received: mode={mode!r}"
-            )
+        checks.check_choice("mode", mode, MODES)
         for name, value in (("sigmoid_noise", sigmoid_noise), ("score_bias_init", score_bias_init)):
             if (
                 isinstance(value, bool)

@@ -16,12 +16,6 @@ def check_sizes(**sizes):
         checks.check_positive_int(name, value, allow_none=False)
 
 
-def check_choice(name, value, choices):
-    if value not in choices:
-        expected = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {expected}. Received: {name}={value!r}")
-
-
 def check_bool(name, value):
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False. Received: {name}={value!r}")

@@ -78,7 +78,7 @@ class AttentiveClassifier(AttentiveModel):
             units=units,
             num_layers=num_layers,
         )
-        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        checks.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
         checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)

@@ -76,7 +76,7 @@ class AttentiveLanguageModel(AttentiveModel):
         _utils.check_sizes(
             vocab_size=vocab_size, embedding_dim=embedding_dim, units=units, num_layers=num_layers
         )
-        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        checks.check_choice("rnn", rnn, _utils.RNN_KINDS)
         checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         checks.check_positive_int("attention['window']", options["window"])

@@ -149,9 +149,9 @@ class Seq2Seq(AttentiveModel):
             embedding_dim=embedding_dim,
             units=units,
         )
-        _utils.check_choice("rnn", rnn, _utils.RNN_KINDS)
+        checks.check_choice("rnn", rnn, _utils.RNN_KINDS)
         _utils.check_bool("bidirectional", bidirectional)
-        _utils.check_choice("decoder", decoder, DECODERS)
+        checks.check_choice("decoder", decoder, DECODERS)
         checks.check_positive_int("attention_layer_size", attention_layer_size)
         checks.check_dropout(dropout)
         _utils.check_bool("copy", copy)

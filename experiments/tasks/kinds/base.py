@@ -142,6 +142,16 @@ class TaskKind:
     #: whether the model's attention has decoder steps a coverage loss can sum over
     has_coverage = False
 
+    def resolve(self, cfg: ExperimentConfig, task: Task) -> ExperimentConfig:
+        """A copy of `cfg` with the kind's defaults filled in: the attention score, the
+        encoder's direction and, when unset, the generation length."""
+        cfg = cfg.model_copy(deep=True)
+        cfg.model.attention.score = self.score(cfg)
+        cfg.model.bidirectional = self.bidirectional(cfg)
+        if cfg.generate.max_length is None:
+            cfg.generate.max_length = self.decode_length(task, cfg.generate)
+        return cfg
+
     def score(self, cfg: ExperimentConfig) -> str:
         """The attention score in use: the configured one or the kind's default."""
         return cfg.model.attention.score or self.default_score
