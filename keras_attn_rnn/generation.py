@@ -27,6 +27,8 @@ positions; `Seq2Seq`'s cache has it; without it every position is real) and
 accumulated attention starts; zeros without it).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import json
 import random
@@ -58,11 +60,16 @@ class GenerationResult:
             the attention weights behind each generated token (over the
             source for `Seq2Seq`, over the cache of past positions for the
             language model); zero after `eos_id`.
+        p_gen: for a `Seq2Seq(copy=True)`, float32 `(B, max_length)` (or
+            `(B, n, max_length)`): the probability of generating rather than
+            copying behind each token, of each returned beam; zero after
+            `eos_id`. None for other models.
     """
 
     tokens: np.ndarray
     scores: np.ndarray
     attention: np.ndarray
+    p_gen: np.ndarray | None = None
 
 
 def generate(
@@ -75,6 +82,7 @@ def generate(
     seed=None,
     jit_compile=False,
     min_length=None,
+    source_ext=None,
 ):
     """Generates `max_length` tokens per prompt.
 
@@ -113,9 +121,16 @@ def generate(
             true target length and then cut there, it decodes with the output
             length given (the "oracle length" evaluation of Newman et al.,
             2020, "The EOS Decision and Length Extrapolation").
+        source_ext: for a `Seq2Seq(copy=True)`, the source in extended ids
+            (`(B, S)`, ids in `[0, target_vocab + max_oov)`: each example's
+            words outside the target vocabulary numbered from `target_vocab`;
+            see `keras_attn_rnn.copying`); default: the prompts themselves.
+            The model then decodes over the extended vocabulary: a generated
+            id `>= target_vocab` is the source word with that extended id.
 
     Returns:
-        A `GenerationResult` with `tokens`, `scores` and `attention`.
+        A `GenerationResult` with `tokens`, `scores` and `attention` (and, for
+        a copy model, `p_gen`).
 
     Example:
 
@@ -150,6 +165,8 @@ def generate(
             "decoder input. Received: start_id=None"
         )
     prompts = _prepare_prompts(prompts, prompt_vocab, compact=not is_seq2seq)
+    copies = bool(getattr(model, "copy", False))
+    source, extended = prompts, _source_ext(source_ext, prompts, model, copies)
     min_length = _min_lengths(min_length, len(prompts), eos_id)
     if seed is None:
         seed = random.randint(0, 2**31 - 2)
@@ -171,6 +188,8 @@ def generate(
 
     key = (_sampler_key(sampler), tuple(sorted(decoding.items())), min_length is not None)
     function = _compilation.compiled(model, key, run, jit_compile)
+    if extended is not None:
+        prompts = np.stack([prompts, extended], axis=1)  # Seq2Seq.init_cache splits them
     tensors = [
         ops.convert_to_tensor(prompts, "int32"),
         ops.convert_to_tensor(seed % (2**31 - 1), "int32"),
@@ -178,11 +197,49 @@ def generate(
     if min_length is not None:
         tensors.append(ops.convert_to_tensor(min_length, "int32"))
     tokens, scores, attention = function(*tensors)
+    tokens = np.asarray(ops.convert_to_numpy(tokens)).astype("int32")
     return GenerationResult(
-        tokens=np.asarray(ops.convert_to_numpy(tokens)).astype("int32"),
+        tokens=tokens,
         scores=np.asarray(ops.convert_to_numpy(scores)).astype("float32"),
         attention=np.asarray(ops.convert_to_numpy(attention)).astype("float32"),
+        p_gen=_p_gen(model, source, extended, tokens, start_id) if copies else None,
     )
+
+
+def _source_ext(source_ext, source, model, copies):
+    """`source_ext` checked against the source `(B, S)` as an int32 array, or None."""
+    if source_ext is None:
+        return None
+    if not copies:
+        raise ValueError(
+            "source_ext is the source in the extended ids of copy attention: it needs a "
+            f"Seq2Seq with copy=True. Received: source_ext for model={type(model).__name__}"
+        )
+    array = np.asarray(
+        ops.convert_to_numpy(source_ext) if hasattr(source_ext, "shape") else source_ext
+    )
+    size = int(model.output_vocab_size) + int(model.num_oov)
+    if array.shape != source.shape or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(
+            f"source_ext must be an int array of the source's shape {source.shape}. "
+            f"Received: source_ext={_describe(source_ext)}"
+        )
+    if array.size and (array.min() < 0 or array.max() >= size):
+        raise ValueError(
+            f"source_ext must hold extended ids in [0, {size}) (target_vocab + max_oov). "
+            f"Received: source_ext with ids in [{array.min()}, {array.max()}]"
+        )
+    return array.astype("int32")
+
+
+def _p_gen(model, source, source_ext, tokens, start_id):
+    """Each returned sequence's `p_gen` per token, by one teacher-forced pass over it."""
+    rows = tokens.reshape(-1, tokens.shape[-1])
+    repeats = len(rows) // len(source)  # the beams returned per source
+    source = np.repeat(source, repeats, axis=0)
+    source_ext = None if source_ext is None else np.repeat(source_ext, repeats, axis=0)
+    p_gen = model.copy_probabilities(source, rows, start_id, source_ext)
+    return np.asarray(ops.convert_to_numpy(p_gen), "float32").reshape(tokens.shape)
 
 
 def _sampler_key(sampler):

@@ -1,7 +1,8 @@
 """Copy attention (the pointer-generator of See et al., 2017): the mixture over the extended
 vocabulary and its loss against NumPy references, the loss's gradient against finite
-differences, and `Seq2Seq(copy=True)`'s contract (wiring, every mechanism, config,
-`.keras` in a fresh process, mixed precision, compiled training)."""
+differences, `Seq2Seq(copy=True)`'s contract (wiring, every mechanism, config,
+`.keras` in a fresh process, mixed precision, compiled training), and generation over the
+extended vocabulary (step = teacher-forced mixture, greedy, sampling, beam search)."""
 
 import json
 import warnings
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 from helpers import assert_config_round_trip, gradient, save_and_reload_in_subprocess, to_numpy
 
-from keras_attn_rnn import copying, losses
+from keras_attn_rnn import copying, losses, samplers
+from keras_attn_rnn.generation import generate
 from keras_attn_rnn.models import Seq2Seq
 
 pytestmark = pytest.mark.layers
@@ -342,9 +344,10 @@ def test_copy_works_with_each_mechanism(name):
 
 
 def test_copy_config_round_trip_and_copy_false_config_unchanged():
-    model = copy_model(max_oov=4, attention={"mechanism": "coverage", "units": 5})
+    model = copy_model(max_oov=4, unk_id=3, attention={"mechanism": "coverage", "units": 5})
     clone = assert_config_round_trip(model)
-    assert clone.copy and clone.max_oov == 4 and clone.num_oov == 4
+    assert clone.copy and clone.max_oov == 4 and clone.num_oov == 4 and clone.unk_id == 3
+    assert "unk_id" not in copy_model().get_config()
     plain = Seq2Seq(SOURCE_VOCAB, TARGET_VOCAB)
     assert "copy" not in plain.get_config() and "max_oov" not in plain.get_config()
     assert not hasattr(plain, "p_gen") or plain.p_gen is None
@@ -356,6 +359,9 @@ def test_copy_config_round_trip_and_copy_false_config_unchanged():
         (lambda: Seq2Seq(11, 9, copy="yes"), r"copy must be True or False.*Received: copy="),
         (lambda: Seq2Seq(11, 9, max_oov=2), r"needs copy=True.*Received: max_oov=2"),
         (lambda: Seq2Seq(11, 9, copy=True, max_oov=-1), r"max_oov must be .*Received"),
+        (lambda: Seq2Seq(11, 9, unk_id=3), r"needs copy=True.*Received: unk_id=3"),
+        (lambda: Seq2Seq(11, 9, copy=True, unk_id=9), r"\[1, target_vocab=9\).*unk_id=9"),
+        (lambda: Seq2Seq(11, 9, copy=True, unk_id=0), r"\[1, target_vocab=9\).*unk_id=0"),
     ],
 )
 def test_copy_constructor_errors(build, match):
@@ -370,8 +376,126 @@ def test_copy_call_and_generation_errors():
     model = copy_model()
     with pytest.raises(ValueError, match=r"source_ext must have the source's shape"):
         model([source, target, source_ext[:, :4]])
-    with pytest.raises(ValueError, match=r"not implemented yet.*Received"):
-        model.init_cache(source, start_id=1)
+    with pytest.raises(ValueError, match=r"feeds a copied extended id back as unk_id.*unk_id=None"):
+        generate(model, source, 3, start_id=1)
+    model = copy_model(max_oov=2, unk_id=3)
+    with pytest.raises(ValueError, match=r"source_ext must be an int array of the source's shape"):
+        generate(model, source, 3, start_id=1, source_ext=source_ext[:, :4])
+    with pytest.raises(ValueError, match=r"extended ids in \[0, 10\).*\[0, 10\]"):
+        generate(model, source, 3, start_id=1, source_ext=np.where(source_ext == 9, 10, source_ext))
+    with pytest.raises(ValueError, match=r"needs a Seq2Seq with copy=True.*Seq2Seq"):
+        generate(Seq2Seq(11, 8, units=4), source, 3, start_id=1, source_ext=source_ext)
+    with pytest.raises(ValueError, match=r"shape \(B, S\), or \(B, 2, S\).*\(3, 3, 6\)"):
+        model.init_cache(np.stack([source] * 3, 1), start_id=1)
+
+
+# ---------------------------------------------------------------- generation
+
+
+def unk_model(p_gen_bias=None, **kwargs):
+    """A copy model with two extended ids whose decoder reads `<unk>` (id 3) for them."""
+    model = copy_model(max_oov=2, unk_id=3, **kwargs)
+    source, target, source_ext = model_inputs()
+    model([source, target, source_ext])
+    if p_gen_bias is not None:
+        set_p_gen(model, p_gen_bias)
+    return model
+
+
+@pytest.mark.parametrize("kwargs", DECODERS, ids=["bahdanau", "luong"])
+def test_generation_steps_are_the_mixture_and_report_p_gen(kwargs):
+    """Each step's distribution over the extended vocabulary is the teacher-forced mixture,
+    and the result's p_gen and attention are the ones behind each token."""
+    source, _, source_ext = model_inputs()
+    model = unk_model(**kwargs)
+    result = generate(model, source, 5, start_id=1, eos_id=2, source_ext=source_ext)
+    tokens = result.tokens
+    assert result.p_gen.shape == tokens.shape and np.all(result.p_gen[tokens == 0] == 0)
+    # the step API, token by token, against one teacher-forced pass
+    target_in = np.concatenate([np.ones((3, 1), "int32"), tokens[:, :-1]], axis=1)
+    forced = to_numpy(model([source, target_in, source_ext]))
+    logits, _, cache = model.init_cache(np.stack([source, source_ext], 1), start_id=1)
+    for t in range(tokens.shape[1]):
+        steps = np.exp(to_numpy(logits))
+        live = tokens[:, t] != 0
+        np.testing.assert_allclose(steps[live], forced[live, t], atol=1e-5)
+        # an extended id's probability is (1 - p_gen) times its attention, as reported
+        for b in np.flatnonzero(live):
+            for word in (8, 9):
+                mass = result.attention[b, t][source_ext[b] == word].sum()
+                want = (1 - result.p_gen[b, t]) * mass
+                np.testing.assert_allclose(steps[b, word], want, atol=1e-5)
+        logits, _, cache = model.next_logits(tokens[:, t], cache)
+    # an extended id is read as unk_id: the next step is the same
+    a = to_numpy(model.next_logits(np.array([8, 9, 8]), cache)[0])
+    b = to_numpy(model.next_logits(np.array([3, 3, 3]), cache)[0])
+    np.testing.assert_allclose(a, b, atol=0)
+
+
+def test_a_copying_model_emits_the_extended_ids_of_its_attention():
+    """With p_gen ~ 0 each greedy token is the extended id with the most attention: the
+    out-of-vocabulary words of each row included, numbered per row."""
+    source, _, source_ext = model_inputs()
+    model = unk_model(p_gen_bias=-60.0)
+    result = generate(model, source, 6, start_id=1, source_ext=source_ext)
+    assert np.all(result.p_gen < 1e-12)
+    for b in range(3):
+        for t in range(6):
+            copied = np.zeros(TARGET_VOCAB + 2)
+            np.add.at(copied, source_ext[b], result.attention[b, t])
+            copied[0] = -1  # padding is never generated
+            assert result.tokens[b, t] == np.argmax(copied)
+    assert np.any(result.tokens >= TARGET_VOCAB)
+    assert np.all(result.tokens[2] == 8)  # the all-OOV row can only copy its one word
+    # sampling draws from the same distribution: only ids of each row's source
+    sampled = generate(
+        model, source, 6, sampler="sample", seed=4, start_id=1, source_ext=source_ext
+    )
+    for b in range(3):
+        assert set(sampled.tokens[b]) <= set(source_ext[b]) - {0}
+    assert np.any(sampled.tokens >= TARGET_VOCAB)
+
+
+@pytest.mark.parametrize("kwargs", DECODERS, ids=["bahdanau", "luong"])
+def test_copy_beam_width_1_equals_greedy_and_keeps_p_gen_per_beam(kwargs):
+    source, _, source_ext = model_inputs()
+    model = unk_model(p_gen_bias=0.0, **kwargs)
+    options = dict(start_id=1, eos_id=2, source_ext=source_ext)
+    greedy = generate(model, source, 5, **options)
+    beam = generate(model, source, 5, sampler=samplers.BeamSampler(1), **options)
+    np.testing.assert_array_equal(beam.tokens, greedy.tokens)
+    for field in ("scores", "attention", "p_gen"):
+        np.testing.assert_allclose(getattr(beam, field), getattr(greedy, field), atol=1e-6)
+    wide = generate(
+        model, source, 5, sampler=samplers.BeamSampler(3, num_beams_returned=2), **options
+    )
+    assert wide.tokens.shape == wide.p_gen.shape == (3, 2, 5)
+    # each returned beam's p_gen is the one its own tokens give
+    for n in range(2):
+        own = to_numpy(model.copy_probabilities(source, wide.tokens[:, n], 1, source_ext))
+        np.testing.assert_allclose(wide.p_gen[:, n], own, atol=1e-6)
+    assert np.any(wide.p_gen[:, 0] != wide.p_gen[:, 1])
+
+
+def test_copy_generation_compiled_equals_eager():
+    source, _, source_ext = model_inputs()
+    model = unk_model(p_gen_bias=0.0)
+    options = dict(start_id=1, eos_id=2, source_ext=source_ext, sampler="beam")
+    eager = generate(model, source, 5, **options)
+    compiled = generate(model, source, 5, jit_compile=True, **options)
+    np.testing.assert_array_equal(compiled.tokens, eager.tokens)
+    np.testing.assert_allclose(compiled.scores, eager.scores, atol=1e-5)
+
+
+def test_extended_ids_in_target_in_are_read_as_unk_id():
+    source, target, source_ext = model_inputs()
+    model = unk_model()
+    extended = target.copy()
+    extended[0, 2], extended[1, 1] = 8, 9
+    unknown = np.where(extended >= TARGET_VOCAB, 3, extended)
+    got = to_numpy(model([source, extended, source_ext]))
+    np.testing.assert_allclose(got, to_numpy(model([source, unknown, source_ext])), atol=0)
+    assert not np.allclose(got, to_numpy(model([source, target, source_ext])))
 
 
 @pytest.mark.slow  # a fresh process: ~10 s on TensorFlow, ~20 s on JAX

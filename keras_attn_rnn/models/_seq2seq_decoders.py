@@ -5,7 +5,7 @@ those names, which its saved `.keras` files use as the weights' paths) and runs 
 `decode` over a whole target (teacher forcing), `initial_cache` and `step` for
 generation. The model chooses its kind once, in its constructor.
 
-`decode` also returns the features that the generation probability of
+`decode` and `step` also return the features that the generation probability of
 `Seq2Seq(copy=True)` (the pointer-generator) reads, `[s_t; c_t]`: each step's decoder
 output and context (or attention vector). A kind built with `copy=True` may arrange its
 outputs for it.
@@ -68,9 +68,10 @@ class InputFeeding:
         return cache
 
     def step(self, y, cache):
-        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S), cache)`."""
+        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S),
+        features, cache)`; the features are the output, as in `decode`."""
         output, cache, alignments = self.attention_decoder.step(y, cache)
-        return output, alignments, cache
+        return output, alignments, output, cache
 
 
 class PostAttention:
@@ -133,7 +134,8 @@ class PostAttention:
         }
 
     def step(self, y, cache):
-        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S), cache)`."""
+        """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S),
+        features, cache)`; the features are `[h_t; context_t]`, as in `decode`."""
         hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
         context, alignments, _ = self.cross_attention(
             ops.expand_dims(hidden, 1),
@@ -142,8 +144,8 @@ class PostAttention:
             return_attention_scores=True,
         )
         context, alignments = ops.squeeze(context, 1), ops.squeeze(alignments, 1)
-        output = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
-        return output, alignments, {**cache, "cell_state": states}
+        features = ops.concatenate([hidden, context], axis=-1)
+        return self.attention_layer(features), alignments, features, {**cache, "cell_state": states}
 
 
 KINDS = {"bahdanau": InputFeeding, "luong": PostAttention}

@@ -5,8 +5,10 @@ from keras_attn_rnn import checks, copying
 from keras_attn_rnn.models import _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
+from keras_attn_rnn.samplers.sampler import IMPOSSIBLE
 
 DECODERS = tuple(_seq2seq_decoders.KINDS)
+_TINY = 1e-38  # below it a float32 probability is denormal; its log is still finite
 # The keys every attention dict has; the chosen mechanism's own options (its constructor
 # arguments: `filters`, `mode`, `window`, ...) come beside them.
 _ATTENTION_DEFAULTS = {
@@ -75,6 +77,11 @@ class Seq2Seq(AttentiveModel):
             (a static size: the output has `target_vocab + max_oov` columns).
             Default: `max(0, source_vocab - target_vocab)`, so that every
             source id of a shared vocabulary can be copied.
+        unk_id: with `copy`, the target id the decoder reads in place of a word
+            outside the target vocabulary (See et al. feed `<unk>`): ids `>=
+            target_vocab` in `target_in` become `unk_id`, and so does a copied
+            extended id fed back during generation (which needs it when
+            `max_oov > 0`). Default None: `target_in` is taken as it is.
 
     Call arguments:
         inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
@@ -84,8 +91,8 @@ class Seq2Seq(AttentiveModel):
             words by their target id, each example's other words `target_vocab,
             target_vocab + 1, ...`); without it the source ids are taken to be
             target ids already (one shared vocabulary: `source_ext = source`).
-            `target_in` holds target-vocabulary ids only: the caller writes a
-            copied word that is not in it as its unknown-word id.
+            `target_in` holds target-vocabulary ids, or extended ids when
+            `unk_id` is set (they are read as `unk_id`).
         training: whether dropout is active.
         return_attention_scores: also return the alignments (and, with
             `copy`, `p_gen`).
@@ -105,7 +112,12 @@ class Seq2Seq(AttentiveModel):
     `logits, alignments, cache = model.init_cache(source, max_length,
     start_id)` encodes the source, prepares the memory keys once and runs
     the first decoder step; `logits, alignments, cache =
-    model.next_logits(token, cache)` is one decoder step.
+    model.next_logits(token, cache)` is one decoder step. With `copy` the
+    step's "logits" are the log of the mixture over the extended vocabulary
+    (`-1e30` where it is exactly 0), so every sampler, beam search included,
+    decodes over `target_vocab + max_oov` ids: `generate(model, source, ...,
+    source_ext=...)` may emit a source word outside the target vocabulary
+    by its extended id.
 
     Example:
 
@@ -141,6 +153,7 @@ class Seq2Seq(AttentiveModel):
         dropout=0.0,
         copy=False,
         max_oov=None,
+        unk_id=None,
         **kwargs,
     ):
         _utils.check_sizes(
@@ -166,6 +179,18 @@ class Seq2Seq(AttentiveModel):
                 "max_oov sizes the extended vocabulary of copy attention: it needs "
                 f"copy=True. Received: max_oov={max_oov!r}, copy={copy!r}"
             )
+        if unk_id is not None and not copy:
+            raise ValueError(
+                "unk_id is the id copy attention reads in place of an extended id: it "
+                f"needs copy=True. Received: unk_id={unk_id!r}, copy={copy!r}"
+            )
+        if unk_id is not None and (
+            isinstance(unk_id, bool) or not isinstance(unk_id, int) or not 0 < unk_id < target_vocab
+        ):
+            raise ValueError(
+                f"unk_id must be None or a target id in [1, target_vocab={target_vocab}). "
+                f"Received: unk_id={unk_id!r}"
+            )
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS, mechanism_options=True)
         kind = _seq2seq_decoders.KINDS[decoder]
         kind.check_options(options)
@@ -182,6 +207,7 @@ class Seq2Seq(AttentiveModel):
         self.dropout = dropout
         self.copy = copy
         self.max_oov = max_oov
+        self.unk_id = unk_id
         self.num_oov = 0  # extended ids beyond target_vocab
         if copy:
             self.num_oov = max(0, source_vocab - target_vocab) if max_oov is None else max_oov
@@ -237,6 +263,7 @@ class Seq2Seq(AttentiveModel):
         source, target, source_ext = self._split(inputs)
         memory, memory_mask, states = self.encode(source, training)
         target_mask = ops.not_equal(target, 0)
+        target = self._in_vocabulary(target)
         y = self.dropout_layer(self.target_embedding(target), training=training)
         outputs, alignments, features = self._decoding.decode(
             y, target_mask, memory, memory_mask, states, training
@@ -257,6 +284,13 @@ class Seq2Seq(AttentiveModel):
         if return_attention_scores:
             return probabilities, alignments, ops.squeeze(ops.cast(p_gen, "float32"), -1)
         return probabilities
+
+    def _in_vocabulary(self, ids):
+        """Target ids with the extended ones (`>= target_vocab`) read as `unk_id`."""
+        if self.unk_id is None:
+            return ids
+        ids = ops.cast(ids, "int32")
+        return ops.where(ops.greater_equal(ids, self.target_vocab), self.unk_id, ids)
 
     def _split(self, inputs):
         """`(source, target_in, source_ext)`; `source_ext` is `source` unless given."""
@@ -283,42 +317,106 @@ class Seq2Seq(AttentiveModel):
         """Encodes the source and runs the first decoder step on `start_id`.
 
         Args:
-            prompts: source ids `(B, S)`, 0-padded.
+            prompts: source ids `(B, S)`, 0-padded. With `copy`, also
+                `(B, 2, S)`: the source and `source_ext` stacked (what
+                `generate(..., source_ext=...)` passes); a `(B, S)` source is
+                its own `source_ext`.
             max_length: unused (the cache does not grow); for the common API.
             start_id: the first decoder input, an id of the target vocabulary.
 
         Returns:
             `(logits, alignments, cache)`: float32 logits `(B, V)` of the
-            first target token, float32 alignments `(B, S)` and the cache (a
-            dict of tensors with the batch first: the decoder state, the
-            memory, its prepared keys and its mask; with monotonic attention
-            also `initial_alignments`, where beam search's coverage starts).
+            first target token (with `copy`: log-probabilities `(B, V +
+            max_oov)`), float32 alignments `(B, S)` and the cache (a dict of
+            tensors with the batch first: the decoder state, the memory, its
+            prepared keys and its mask; with monotonic attention also
+            `initial_alignments`, where beam search's coverage starts; with
+            `copy` also `source_ext`).
         """
-        if self.copy:
-            raise ValueError(
-                "generation over the extended vocabulary of copy attention is not "
-                "implemented yet; the step API returns target-vocabulary logits only. "
-                f"Received: a Seq2Seq with copy={self.copy!r}"
-            )
         if start_id is None:
             raise ValueError(
                 "Seq2Seq.init_cache needs start_id, the first decoder input. "
                 "Received: start_id=None"
             )
-        source = ops.cast(prompts, "int32")
+        source, source_ext = self._generation_source(prompts)
         if not self.built:
             self([source, ops.ones((ops.shape(source)[0], 1), "int32")])
         memory, memory_mask, states = self.encode(source, training=False)
         cache = self._decoding.initial_cache(memory, memory_mask, states)
+        if self.copy:
+            cache = {**cache, "source_ext": source_ext, "memory_mask": memory_mask}
         start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
         return self.next_logits(start, cache)
 
+    def _generation_source(self, prompts):
+        """`(source, source_ext)` int32 from `(B, S)` or, with `copy`, `(B, 2, S)` prompts."""
+        prompts = ops.cast(prompts, "int32")
+        if len(prompts.shape) == 3 and self.copy and prompts.shape[1] == 2:
+            source, source_ext = prompts[:, 0], prompts[:, 1]
+        elif len(prompts.shape) == 2:
+            source = source_ext = prompts
+        else:
+            expected = "(B, S), or (B, 2, S) source and source_ext" if self.copy else "(B, S)"
+            raise ValueError(
+                f"Seq2Seq generation expects source ids of shape {expected}. "
+                f"Received: prompts of shape {tuple(prompts.shape)}"
+            )
+        if self.copy and self.num_oov and self.unk_id is None:
+            raise ValueError(
+                "generation with copy attention feeds a copied extended id back as unk_id, "
+                f"which is not set: build the Seq2Seq with unk_id (the target vocabulary's "
+                f"unknown-word id). Received: unk_id=None, max_oov={self.num_oov}"
+            )
+        return source, source_ext
+
     def next_logits(self, token, cache):
-        """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
-        y = _utils.embed_step(self.target_embedding, token)
-        output, alignments, cache = self._decoding.step(y, cache)
-        logits = self.output_layer(output)
-        return ops.cast(logits, "float32"), alignments, cache
+        """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`;
+        with `copy`, the log of the mixture `(B, V + max_oov)` in place of the logits."""
+        y = _utils.embed_step(self.target_embedding, self._in_vocabulary(token))
+        output, alignments, features, cache = self._decoding.step(y, cache)
+        logits = ops.cast(self.output_layer(output), "float32")
+        if not self.copy:
+            return logits, alignments, cache
+        p_gen = self.p_gen(ops.concatenate([features, y], axis=-1))
+        probabilities = copying.pointer_generator_mixture(
+            ops.expand_dims(ops.softmax(logits, axis=-1), 1),
+            ops.expand_dims(alignments, 1),
+            ops.expand_dims(p_gen, 1),
+            cache["source_ext"],
+            self.num_oov,
+            source_mask=cache["memory_mask"],
+        )
+        probabilities = ops.squeeze(probabilities, 1)
+        # log 0 (an extended id this row lacks) is the samplers' impossible score, not -inf
+        log_probabilities = ops.where(
+            ops.greater(probabilities, 0.0),
+            ops.log(ops.maximum(probabilities, _TINY)),
+            IMPOSSIBLE,
+        )
+        return log_probabilities, alignments, cache
+
+    def copy_probabilities(self, source, tokens, start_id, source_ext=None):
+        """`p_gen` behind each generated token: float32 `(B, T)`, 0 at padding.
+
+        `tokens` `(B, T)` are generated ids (extended ids included, 0 after the
+        end); the decoder reads `[start_id, tokens[:-1]]` by teacher forcing, the
+        same computation as the decoding steps that chose them, so for beam
+        search these are each returned beam's own `p_gen`.
+        """
+        if not self.copy:
+            raise ValueError(
+                f"copy_probabilities needs a Seq2Seq with copy=True. Received: copy={self.copy!r}"
+            )
+        tokens = ops.cast(tokens, "int32")
+        start = ops.full((ops.shape(tokens)[0], 1), start_id, dtype="int32")
+        # after the end the decoder reads padding (masked); those steps' p_gen is dropped
+        target_in = ops.concatenate([start, tokens[:, :-1]], axis=1)
+        source = ops.cast(source, "int32")
+        source_ext = source if source_ext is None else ops.cast(source_ext, "int32")
+        _, _, p_gen = self(
+            [source, target_in, source_ext], training=False, return_attention_scores=True
+        )
+        return ops.where(ops.equal(tokens, 0), 0.0, p_gen)
 
     def get_config(self):
         return {
@@ -335,6 +433,7 @@ class Seq2Seq(AttentiveModel):
             "dropout": self.dropout,
             # only when set: a model without copy attention keeps the config it had before
             **({"copy": True, "max_oov": self.max_oov} if self.copy else {}),
+            **({"unk_id": self.unk_id} if self.unk_id is not None else {}),
         }
 
 
