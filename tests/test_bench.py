@@ -69,6 +69,9 @@ def test_bench_quick_writes_the_json_schema_and_an_mlflow_run(tmp_path, monkeypa
         assert f"AttentionDecoder(LSTMCell(U), {layer}(U" in result["project"], result["project"]
         assert "score='additive'" in result["peer"]
         assert result["shapes"] == report["results"]["location_cost"]["shapes"]
+    copy = report["results"]["copy_cost"]
+    assert copy["goal"] == "<=1.3" and "PointerGeneratorLoss" in copy["project"]
+    assert copy["shapes"]["max_oov"] == 50
     # no --tfa-python: the tfa comparison is skipped and says how to enable it
     assert "--tfa-python" in report["results"]["decoder_vs_tfa"]["skipped"]
     for name in CURVES:

@@ -17,6 +17,7 @@ GOALS = {
     "gmm_cost": "<=1.5",
     "dca_cost": "<=1.5",
     "relative_location_cost": "<=1.5",
+    "copy_cost": "<=1.3",
     "generation_cache_speedup": ">=10",
     "beam4_cost": "<=5",
     "tracking_overhead": "<=1.05",

@@ -19,6 +19,7 @@ BENCHMARKS = {
     "monotonic_parallel_cost": decoder.monotonic_parallel_cost,
     "location_cost": decoder.location_cost,
     **{f"{name}_cost": decoder.mechanism_cost(name) for name in decoder.MECHANISM_COSTS},
+    "copy_cost": decoder.copy_cost,
     "generation_cache_speedup": generation.generation_cache_speedup,
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,

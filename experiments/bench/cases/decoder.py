@@ -15,7 +15,7 @@ from keras import ops
 
 from experiments.bench import timing
 from experiments.bench.cases.common import Options, Skip, adam, compiled_step, random_generator
-from keras_attn_rnn import mechanisms, scores
+from keras_attn_rnn import copying, losses, mechanisms, scores
 from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
 
 # Run as a script by the `--tfa-python` interpreter (TF 2.15 + tensorflow-addons), never imported.
@@ -203,6 +203,65 @@ def mechanism_cost(name: str) -> Callable[[Options], dict]:
     case.__name__ = case.__qualname__ = f"{name}_cost"
     case.__doc__ = f"{name!r} mechanism decoder step vs content Bahdanau (see `mechanism_cost`)."
     return case
+
+
+# Extended ids of the copy case: every source word may be out of the vocabulary.
+COPY_MAX_OOV = 50
+
+
+def copy_cost(options: Options) -> dict:
+    """`Seq2Seq(copy=True)`'s decoder training step (the pointer-generator head) vs content
+    Bahdanau: the decoder outputs `[s_t; h*_t]` (`output_attention="both"`), the projection
+    and `p_gen = sigmoid(w [s_t; h*_t; x_t] + b)` read them, the loss is the negative log of
+    the mixture over `V + 50` extended ids (`PointerGeneratorLoss`)."""
+    s, (memory, memory_mask, inputs, targets) = _decoder_data(options)
+    u, vocab = s["units"], s["vocab"]
+    rng = random_generator(options)
+    size = vocab + COPY_MAX_OOV
+    source_ext = rng.integers(1, size, size=memory_mask.shape) * np.asarray(memory_mask)
+    source_ext = ops.convert_to_tensor(source_ext.astype("int32"))
+    extended_targets = ops.convert_to_tensor(
+        rng.integers(1, size, size=targets.shape).astype("int32")
+    )
+    decoder = AttentionDecoder(
+        keras.layers.LSTMCell(u), units=u, attention_layer_size=u, output_attention="both"
+    )
+    projection = keras.layers.Dense(vocab)
+    p_gen = keras.layers.Dense(1, activation="sigmoid")
+    loss_fn = losses.PointerGeneratorLoss()
+
+    def forward():
+        outputs, alignments = decoder(
+            [inputs, memory], mask=[None, memory_mask], return_attention_scores=True
+        )
+        probabilities = copying.pointer_generator_mixture(
+            ops.softmax(projection(outputs), axis=-1),
+            alignments,
+            p_gen(ops.concatenate([outputs, inputs], axis=-1)),
+            source_ext,
+            COPY_MAX_OOV,
+            source_mask=memory_mask,
+        )
+        return loss_fn(extended_targets, probabilities)
+
+    project = compiled_step(
+        forward,
+        lambda: [w for layer in (decoder, projection, p_gen) for w in layer.trainable_variables],
+        options.jit_compile,
+        optimizer=adam(),
+    )
+    peer = decoder_step("bahdanau", options, options.jit_compile)
+    r = options.repeats
+    return {
+        **timing.paired(project, peer, r["step"], r["warmup"]),
+        "project": "AttentionDecoder(LSTMCell(U), additive, attention_layer_size=U, "
+        "output_attention='both'), Dense(V) and p_gen Dense(1) over [output; input], "
+        f"pointer_generator_mixture over V + {COPY_MAX_OOV} extended ids, "
+        "PointerGeneratorLoss, Adam step",
+        "peer": "AttentionDecoder(LSTMCell(U), additive, attention_layer_size=U), Dense(V), "
+        "sparse cross-entropy from logits, Adam step",
+        "shapes": {**options.sizes["decoder"], "max_oov": COPY_MAX_OOV},
+    }
 
 
 def _run_tfa(options: Options, jit: bool, repeats: int, warmup: int) -> dict:
