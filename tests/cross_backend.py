@@ -1,4 +1,5 @@
-"""Saves every layer and the three models as `.keras` on one backend; loads and checks on another.
+"""Saves every layer, the three models, a `Seq2Seq` per stateful mechanism and a copy model as
+`.keras` on one backend; loads and checks on another.
 
 Run by `test_cross_backend.py` in fresh processes (the backend is chosen before
 Keras is imported):
@@ -24,7 +25,14 @@ import numpy as np
 from keras import ops
 
 import keras_attn_rnn
-from keras_attn_rnn import AttentionDecoder, AttentionPooling, SequenceAttention, models, scores
+from keras_attn_rnn import (
+    AttentionDecoder,
+    AttentionPooling,
+    SequenceAttention,
+    mechanisms,
+    models,
+    scores,
+)
 from keras_attn_rnn.generation import generate
 
 # float32 on another backend: the same maths in another order of operations.
@@ -140,6 +148,29 @@ def cases():
         source, target = _ids((B, 6), 11, seed=10), _ids((B, 5), 9, seed=11)
         target[:, 0] = 1
         out[f"model_seq2seq_{decoder}"] = (seq2seq, [source, target], {"start_id": 1})
+    # every stateful mechanism, through a model that also generates with it
+    for mechanism in mechanisms.names():
+        if mechanism == "content":
+            continue
+        seq2seq = models.Seq2Seq(
+            11, 9, embedding_dim=6, units=8, attention={"mechanism": mechanism, "units": 5}
+        )
+        source, target = _ids((B, 6), 11, seed=12), _ids((B, 5), 9, seed=13)
+        target[:, 0] = 1
+        out[f"model_seq2seq_{mechanism}"] = (seq2seq, [source, target], {"start_id": 1})
+    # copy attention: probabilities, alignments and p_gen over the extended vocabulary
+    copier = models.Seq2Seq(11, 9, embedding_dim=6, units=8, copy=True, max_oov=2, unk_id=3)
+    source, target = _ids((B, 6), 11, seed=14), _ids((B, 5), 9, seed=15)
+    target[:, 0] = 1
+    source_ext = source.copy()  # ids 9, 10 are outside the target vocabulary: numbered per row
+    for row in source_ext:
+        oovs = list(dict.fromkeys(row[row >= 9]))
+        row[row >= 9] = [9 + oovs.index(word) for word in row[row >= 9]]
+    out["model_seq2seq_copy"] = (
+        copier,
+        [source, target, source_ext],
+        {"start_id": 1, "source_ext": source_ext.tolist()},
+    )
     return out
 
 

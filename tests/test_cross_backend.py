@@ -1,7 +1,8 @@
 """`.keras` files saved on TensorFlow load on JAX and PyTorch and give the same outputs.
 
 Every public layer (the five scores, AttentionPooling, SequenceAttention,
-AttentionDecoder) and the three models are saved by `cross_backend.py` in a
+AttentionDecoder), the three models, a `Seq2Seq` with each stateful mechanism and a
+copy-attention `Seq2Seq` (generating over its extended vocabulary) are saved by `cross_backend.py` in a
 TensorFlow process, then loaded in safe mode in a JAX and a PyTorch process
 (each backend chosen before Keras is imported), which compare outputs (within
 2e-5) and, for the generating models, greedy tokens (exactly).
@@ -19,25 +20,30 @@ import sys
 import pytest
 from helpers import ROOT
 
-from keras_attn_rnn import scores
+from keras_attn_rnn import mechanisms, scores
 
 pytestmark = pytest.mark.slow
 
 SCRIPT = os.path.join(ROOT, "tests", "cross_backend.py")
 MODULES = ("tensorflow", "jax", "torch")
-CASES = {f"score_{name}" for name in scores.names()} | {
-    "score_additive_normalize",
-    "pooling_learned",
-    "pooling_external_additive",
-    "sequence_attention_causal_window",
-    "sequence_attention_additive",
-    "decoder_lstm_bahdanau",
-    "decoder_gru_luong_stacked",
-    "model_classifier",
-    "model_language_model",
-    "model_seq2seq_bahdanau",
-    "model_seq2seq_luong",
-}
+CASES = (
+    {f"score_{name}" for name in scores.names()}
+    | {
+        "score_additive_normalize",
+        "pooling_learned",
+        "pooling_external_additive",
+        "sequence_attention_causal_window",
+        "sequence_attention_additive",
+        "decoder_lstm_bahdanau",
+        "decoder_gru_luong_stacked",
+        "model_classifier",
+        "model_language_model",
+        "model_seq2seq_bahdanau",
+        "model_seq2seq_luong",
+        "model_seq2seq_copy",
+    }
+    | {f"model_seq2seq_{name}" for name in mechanisms.names() if name != "content"}
+)
 
 
 def _env(backend):
