@@ -167,6 +167,8 @@ def generate(
     prompts = _prepare_prompts(prompts, prompt_vocab, compact=not is_seq2seq)
     copies = bool(getattr(model, "copy", False))
     source, extended = prompts, _source_ext(source_ext, prompts, model, copies)
+    if copies and extended is None:
+        extended = prompts  # one input shape for a copy model: one compiled function
     min_length = _min_lengths(min_length, len(prompts), eos_id)
     if seed is None:
         seed = random.randint(0, 2**31 - 2)
@@ -202,7 +204,7 @@ def generate(
         tokens=tokens,
         scores=np.asarray(ops.convert_to_numpy(scores)).astype("float32"),
         attention=np.asarray(ops.convert_to_numpy(attention)).astype("float32"),
-        p_gen=_p_gen(model, source, extended, tokens, start_id) if copies else None,
+        p_gen=_p_gen(model, source, tokens, start_id) if copies else None,
     )
 
 
@@ -232,13 +234,11 @@ def _source_ext(source_ext, source, model, copies):
     return array.astype("int32")
 
 
-def _p_gen(model, source, source_ext, tokens, start_id):
+def _p_gen(model, source, tokens, start_id):
     """Each returned sequence's `p_gen` per token, by one teacher-forced pass over it."""
     rows = tokens.reshape(-1, tokens.shape[-1])
-    repeats = len(rows) // len(source)  # the beams returned per source
-    source = np.repeat(source, repeats, axis=0)
-    source_ext = None if source_ext is None else np.repeat(source_ext, repeats, axis=0)
-    p_gen = model.copy_probabilities(source, rows, start_id, source_ext)
+    source = np.repeat(source, len(rows) // len(source), axis=0)  # a row per returned beam
+    p_gen = model.copy_probabilities(source, rows, start_id)
     return np.asarray(ops.convert_to_numpy(p_gen), "float32").reshape(tokens.shape)
 
 

@@ -459,32 +459,51 @@ def test_a_copying_model_emits_the_extended_ids_of_its_attention():
 @pytest.mark.parametrize("kwargs", DECODERS, ids=["bahdanau", "luong"])
 def test_copy_beam_width_1_equals_greedy_and_keeps_p_gen_per_beam(kwargs):
     source, _, source_ext = model_inputs()
-    model = unk_model(p_gen_bias=0.0, **kwargs)
+    model = unk_model(**kwargs)
+    rng = np.random.default_rng(0)  # the same weights on every backend: the same beams
+    for weight in model.weights:  # p_gen varies from step to step and beam to beam
+        weight.assign(rng.normal(0.0, 0.5, weight.shape).astype(weight.dtype))
     options = dict(start_id=1, eos_id=2, source_ext=source_ext)
     greedy = generate(model, source, 5, **options)
     beam = generate(model, source, 5, sampler=samplers.BeamSampler(1), **options)
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     for field in ("scores", "attention", "p_gen"):
         np.testing.assert_allclose(getattr(beam, field), getattr(greedy, field), atol=1e-6)
-    wide = generate(
-        model, source, 5, sampler=samplers.BeamSampler(3, num_beams_returned=2), **options
+    wide = generate(  # no eos_id: every step of both beams is live
+        model,
+        source,
+        8,
+        sampler=samplers.BeamSampler(4, num_beams_returned=2),
+        start_id=1,
+        source_ext=source_ext,
     )
-    assert wide.tokens.shape == wide.p_gen.shape == (3, 2, 5)
+    assert wide.tokens.shape == wide.p_gen.shape == (3, 2, 8)
     # each returned beam's p_gen is the one its own tokens give
     for n in range(2):
-        own = to_numpy(model.copy_probabilities(source, wide.tokens[:, n], 1, source_ext))
+        own = to_numpy(model.copy_probabilities(source, wide.tokens[:, n], 1))
         np.testing.assert_allclose(wide.p_gen[:, n], own, atol=1e-6)
-    assert np.any(wide.p_gen[:, 0] != wide.p_gen[:, 1])
+    # where the two beams' prefixes differ, so do their p_gen
+    first, second = wide.tokens[:, 0], wide.tokens[:, 1]
+    split = np.cumsum(first != second, axis=1) > 0
+    apart = np.concatenate([np.zeros((3, 1), bool), split[:, :-1]], axis=1)
+    apart &= (first != 0) & (second != 0)
+    assert apart.any()
+    assert np.all(np.abs(wide.p_gen[:, 0] - wide.p_gen[:, 1])[apart] > 1e-6)
 
 
 def test_copy_generation_compiled_equals_eager():
     source, _, source_ext = model_inputs()
-    model = unk_model(p_gen_bias=0.0)
+    model = unk_model()
     options = dict(start_id=1, eos_id=2, source_ext=source_ext, sampler="beam")
     eager = generate(model, source, 5, **options)
     compiled = generate(model, source, 5, jit_compile=True, **options)
     np.testing.assert_array_equal(compiled.tokens, eager.tokens)
     np.testing.assert_allclose(compiled.scores, eager.scores, atol=1e-5)
+    # without source_ext (the source is its own) after a call with it: the same function
+    without = dict(options, source_ext=None)
+    shared = generate(model, source_ext, 5, **without)
+    explicit = generate(model, source_ext, 5, **dict(options, source_ext=source_ext))
+    np.testing.assert_array_equal(shared.tokens, explicit.tokens)
 
 
 def test_extended_ids_in_target_in_are_read_as_unk_id():

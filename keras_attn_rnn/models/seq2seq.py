@@ -395,13 +395,14 @@ class Seq2Seq(AttentiveModel):
         )
         return log_probabilities, alignments, cache
 
-    def copy_probabilities(self, source, tokens, start_id, source_ext=None):
+    def copy_probabilities(self, source, tokens, start_id):
         """`p_gen` behind each generated token: float32 `(B, T)`, 0 at padding.
 
         `tokens` `(B, T)` are generated ids (extended ids included, 0 after the
         end); the decoder reads `[start_id, tokens[:-1]]` by teacher forcing, the
         same computation as the decoding steps that chose them, so for beam
-        search these are each returned beam's own `p_gen`.
+        search these are each returned beam's own `p_gen`. (`p_gen` reads the
+        decoder and the source, not `source_ext`.)
         """
         if not self.copy:
             raise ValueError(
@@ -412,10 +413,7 @@ class Seq2Seq(AttentiveModel):
         # after the end the decoder reads padding (masked); those steps' p_gen is dropped
         target_in = ops.concatenate([start, tokens[:, :-1]], axis=1)
         source = ops.cast(source, "int32")
-        source_ext = source if source_ext is None else ops.cast(source_ext, "int32")
-        _, _, p_gen = self(
-            [source, target_in, source_ext], training=False, return_attention_scores=True
-        )
+        _, _, p_gen = self([source, target_in], training=False, return_attention_scores=True)
         return ops.where(ops.equal(tokens, 0), 0.0, p_gen)
 
     def get_config(self):
