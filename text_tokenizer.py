@@ -23,11 +23,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 # The ids every vocabulary starts with.
 PAD, START, END, UNK = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
 SPLITS = ("chars", "whitespace", "regex")
+
+
+class Extended(NamedTuple):
+    """A text encoded for copy attention (`Tokenizer.encode_extended`).
+
+    `ids`: vocabulary ids, a token outside the vocabulary as `<unk>`;
+    `extended`: the same, but the k-th distinct unknown token as
+    `len(vocabulary) + k`; `oov`: those unknown tokens, in order of first
+    appearance (extended id `len(vocabulary) + k` is `oov[k]`).
+    """
+
+    ids: list[int]
+    extended: list[int]
+    oov: list[str]
 
 
 class Tokenizer:
@@ -43,6 +58,13 @@ class Tokenizer:
     stripped of the padding: a text that encodes to the same ids again,
     where the ids are in the vocabulary and the split can find the tokens
     once joined.
+
+    For copy attention (`keras_attn_rnn.copying`) a text also encodes over an
+    extended vocabulary (`encode_extended`): each distinct unknown token gets
+    a temporary id past the vocabulary, `len(tokens)`, `len(tokens) + 1`, ...
+    in order of first appearance; a target encodes against a source's unknown
+    tokens (`encode_target`), and `decode_extended` writes extended ids back
+    as those tokens.
 
     Args:
         tokens: the vocabulary in id order, starting with `SPECIALS` (`<pad>`,
@@ -68,6 +90,14 @@ class Tokenizer:
     [3, 5, 4]
     >>> tokenizer.decode([5, 4, 2])
     'ab'
+    >>> words = Tokenizer([*SPECIALS, "meet", "at"], split="whitespace", joiner=" ")
+    >>> source = words.encode_extended("meet Ada at Oslo")
+    >>> source
+    Extended(ids=[4, 3, 5, 3], extended=[4, 6, 5, 7], oov=['Ada', 'Oslo'])
+    >>> words.encode_target("Oslo at Bob", source.oov)
+    [7, 5, 3]
+    >>> words.decode_extended([7, 5, 6, 2], source.oov)
+    'Oslo at Ada'
     """
 
     def __init__(
@@ -165,14 +195,62 @@ class Tokenizer:
         """Ids of `text`: `token_ids(tokenize(text))`."""
         return self.token_ids(self.tokenize(text))
 
+    def encode_extended(self, text: str, max_oov: int | None = None) -> Extended:
+        """`text` encoded for copy attention: its ids, its extended ids and its unknown tokens
+        (see `Extended`); with `max_oov`, unknown tokens past the first `max_oov` distinct
+        ones stay `<unk>` in `extended` too and are left out of `oov`."""
+        if max_oov is not None and (
+            isinstance(max_oov, bool) or not isinstance(max_oov, int) or max_oov < 0
+        ):
+            raise ValueError(
+                f"max_oov must be an integer >= 0 or None. Received: max_oov={max_oov!r}"
+            )
+        tokens = self.tokenize(text)
+        ids = self.token_ids(tokens)
+        if not tokens:  # no tokens: `ids` is [] or, with empty_as_unknown, [<unk>]
+            return Extended(ids, list(ids), [])
+        oov: dict[str, int] = {}
+        extended = []
+        for token, i in zip(tokens, ids):
+            if i == UNK and token not in self.index:
+                if token not in oov and (max_oov is None or len(oov) < max_oov):
+                    oov[token] = len(self.tokens) + len(oov)
+                i = oov.get(token, UNK)
+            extended.append(i)
+        return Extended(ids, extended, list(oov))
+
+    def encode_target(self, text: str, oov: Sequence[str]) -> list[int]:
+        """Extended ids of a target `text` against its source's unknown tokens `oov`: an
+        unknown token that is `oov[k]` is `len(tokens) + k`, any other one `<unk>`."""
+        position = {token: len(self.tokens) + k for k, token in enumerate(oov)}
+        tokens = self.tokenize(text)
+        ids = self.token_ids(tokens)
+        if not tokens:  # `ids` is [] or, with empty_as_unknown, [<unk>]
+            return ids
+        return [
+            position.get(token, UNK) if i == UNK and token not in self.index else i
+            for token, i in zip(tokens, ids)
+        ]
+
+    def decode_extended(self, ids: Iterable[int], oov: Sequence[str]) -> str:
+        """`decode` of extended ids: `len(tokens) + k` is `oov[k]`; an extended id past the
+        end of `oov` is dropped, as `<unk>` is."""
+        return self._decode(ids, oov)
+
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids` up to the first `</s>`, without special tokens, un-reversed, unpadded."""
+        return self._decode(ids, None)
+
+    def _decode(self, ids: Iterable[int], oov: Sequence[str] | None) -> str:
         kept = []
         for i in ids:
             i = int(i)
             if i == END:
                 break
-            if i >= len(SPECIALS):
+            if oov is not None and i >= len(self.tokens):
+                if i - len(self.tokens) < len(oov):
+                    kept.append(oov[i - len(self.tokens)])
+            elif i >= len(SPECIALS):
                 kept.append(self.tokens[i])
         text = self.joiner.join(kept)
         if self.reverse:

@@ -9,6 +9,7 @@ is rejected before any run, file or folder is created.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -272,6 +273,21 @@ class CharLMTask(TaskSection):
         return None if value is None else str(Path(value).resolve())
 
 
+class CopySlotsTask(TaskSection):
+    """Templated sentences rewritten into another order, their slot words (names, places,
+    numbers) to be copied: the validation and test rows hold only slot words no training row
+    holds, unknown to the vocabulary (made of the training words seen in `min_count` rows)."""
+
+    name: Literal["copy_slots"]
+    num_examples: int = Field(4000, ge=16)
+    # words in each pool of slot words (names, places, numbers)
+    pool_size: int = Field(3000, ge=8, le=100_000)
+    # of each pool, the words only the validation and test rows use
+    held_out_fraction: float = Field(0.25, gt=0.0, lt=1.0)
+    # training words in fewer rows are left out of the vocabulary (copied, not generated)
+    min_count: int = Field(4, ge=1)
+
+
 # The task sections by task name: `task.name` picks one (see `register_task`).
 _TASK_SECTIONS: dict[str, type[TaskSection]] = {}
 
@@ -314,6 +330,7 @@ for _name, _section in {
     "copy": CopyTask,
     "lookup": LookupTask,
     "scan": ScanTask,
+    "copy_slots": CopySlotsTask,
 }.items():
     register_task(_name, _section)
 
@@ -356,16 +373,35 @@ class AttentionConfig(_Section):
         return value
 
 
-class ModelConfig(_Section):
-    embedding_dim: int = Field(64, ge=1)
-    units: int = Field(64, ge=1)
-    rnn: Literal["lstm", "gru"] = "lstm"
-    bidirectional: bool | None = None
-    num_layers: int = Field(1, ge=1, le=8)
-    dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    decoder: Literal["bahdanau", "luong"] = "bahdanau"
-    attention: AttentionConfig = Field(default_factory=AttentionConfig)
-    attention_layer_size: int | None = Field(None, ge=1)
+# `model.copy` is the library's own name (`Seq2Seq(copy=True)`); it shadows pydantic's
+# deprecated `BaseModel.copy`, which nothing here calls (`model_copy` is its successor).
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", 'Field name "copy"', UserWarning)
+
+    class ModelConfig(_Section):
+        embedding_dim: int = Field(64, ge=1)
+        units: int = Field(64, ge=1)
+        rnn: Literal["lstm", "gru"] = "lstm"
+        bidirectional: bool | None = None
+        num_layers: int = Field(1, ge=1, le=8)
+        dropout: float = Field(0.0, ge=0.0, lt=1.0)
+        decoder: Literal["bahdanau", "luong"] = "bahdanau"
+        attention: AttentionConfig = Field(default_factory=AttentionConfig)
+        attention_layer_size: int | None = Field(None, ge=1)
+        # copy attention (the pointer-generator, seq2seq): the model also copies source words,
+        # those unknown to the vocabulary included, through `max_oov` extended ids (default:
+        # the task's largest number of unknown words in one source)
+        copy: bool = False
+        max_oov: int | None = Field(None, ge=0)
+
+        @model_validator(mode="after")
+        def _max_oov_with_copy(self) -> ModelConfig:
+            if self.max_oov is not None and not self.copy:
+                raise ValueError(
+                    "model.copy: true with model.max_oov (the size of copy attention's "
+                    f"extended vocabulary), got max_oov={self.max_oov} with copy: false"
+                )
+            return self
 
 
 class EarlyStoppingConfig(_Section):

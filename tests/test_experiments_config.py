@@ -255,7 +255,7 @@ def test_ready_configs_validate(path):
     cfg = config_lib.load_config(path)
     assert cfg.task.name in {
         *("needle", "textcls", "reverse", "dates", "addition", "charlm"),
-        *("copy", "lookup", "scan"),
+        *("copy", "lookup", "scan", "copy_slots"),
     }
 
 
@@ -263,6 +263,7 @@ def test_ready_configs_cover_every_task_and_demo_uses_bahdanau():
     names = {p.stem for p in configs_dir().glob("*.yaml")}
     assert {"needle", "textcls", "reverse", "dates", "addition", "charlm", "demo"} <= names
     assert {"copy", "lookup", "scan"} <= names  # the length generalisation benchmarks
+    assert "copy_slots" in names  # copy attention, with and without
     demo = config_lib.load_config(configs_dir() / "demo.yaml")
     assert demo.task.name in ("reverse", "dates")
     assert demo.model.decoder == "bahdanau"

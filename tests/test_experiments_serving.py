@@ -37,7 +37,8 @@ from experiments_helpers import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from scaleout_helpers import child_env, free_port
+from scaleout_helpers import free_port
+from serving_helpers import fresh_env, post, served
 
 from experiments import config as config_lib
 from experiments.commands import main
@@ -122,14 +123,6 @@ class Captured(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _fresh_env() -> dict:
-    """A child environment where this checkout is not on the path."""
-    env = child_env()
-    env.pop("PYTHONPATH", None)
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Three tiny runs (seq2seq, classification, LM), their models, cards and log messages."""
@@ -142,7 +135,7 @@ def trained(tmp_path_factory):
         stderr=errors,
         text=True,
         cwd=folder,
-        env=_fresh_env(),
+        env=fresh_env(),
     )
     uri = migrated_store(folder)
     captured, logged = Captured(), {}
@@ -390,67 +383,20 @@ def test_logged_models_carry_signature_example_and_pinned_requirements(trained, 
     assert not list(local.rglob("*.pkl"))  # nothing pickled
 
 
-def _post(url: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url, json.dumps(body).encode(), {"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
-@contextlib.contextmanager
-def _served(model_uri: str, store: str, folder: Path):
-    """`mlflow models serve` on a free 127.0.0.1 port; terminated and waited for afterwards."""
-    port = free_port()
-    env = {**_fresh_env(), "MLFLOW_TRACKING_URI": store}
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # uvicorn
-    log = open(folder / "serve.log", "w+b")  # noqa: SIM115 - closed below
-    command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri]
-    command += ["--env-manager", "local", "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise AssertionError(f"the server did not start:\n{log.read()[-3000:]!r}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/invocations"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)  # the CLI and the uvicorn it started
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-        log.close()
-
-
 @pytest.mark.slow
 def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path):
     entry = trained["runs"]["reverse"]
     started = time.monotonic()
     uri = f"runs:/{entry['run_id']}/text_model"
-    with _served(uri, trained["store"], tmp_path) as url:
-        status, body = _post(url, {"inputs": ["abc"]})
+    with served(uri, trained["store"], tmp_path) as url:
+        status, body = post(url, {"inputs": ["abc"]})
         assert status == 200, body
         _assert_records(body["predictions"], _expected_records(entry, ["abc"]))
-        status, body = _post(url, {"dataframe_split": {"columns": ["text"], "data": [["abc"]]}})
+        status, body = post(url, {"dataframe_split": {"columns": ["text"], "data": [["abc"]]}})
         assert status == 200, body  # a pandas column
         _assert_records(body["predictions"], _expected_records(entry, ["abc"]))
         params = {"sampler": "beam", "beam_width": 4, "max_length": BEAM_LENGTH}
-        status, body = _post(url, {"inputs": ["abc", "bad"], "params": params})
+        status, body = post(url, {"inputs": ["abc", "bad"], "params": params})
         assert status == 200, body
         _assert_records(body["predictions"], _expected_records(entry, ["abc", "bad"], **params))
         refused = {
@@ -461,7 +407,7 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
             "a bad sampler": ({"inputs": ["abc"], "params": {"sampler": "nope"}}, "sampler must"),
         }
         for case, (request, message) in refused.items():
-            status, body = _post(url, request)
+            status, body = post(url, request)
             assert status == 400, (case, body)
             assert message in body["message"], (case, body["message"])
             assert "Traceback" not in body["message"], case
@@ -474,7 +420,7 @@ def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
     README's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
     entry = trained["runs"]["reverse"]
     port = free_port()
-    env = {**_fresh_env(), "MLFLOW_TRACKING_URI": trained["store"], "PATH": "/usr/bin:/bin"}
+    env = {**fresh_env(), "MLFLOW_TRACKING_URI": trained["store"], "PATH": "/usr/bin:/bin"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the runner, not installed
     command = [sys.executable, "-m", "experiments", "serve", entry["run_id"]]
     process = subprocess.Popen(
@@ -495,7 +441,7 @@ def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
             output.append(line)
         url = f"http://127.0.0.1:{port}/invocations"
         assert any(url in line for line in output), output
-        status, body = _post(url, {"inputs": ["abc"]})
+        status, body = post(url, {"inputs": ["abc"]})
         assert status == 200, body
         _assert_records(body["predictions"], _expected_records(entry, ["abc"]))
         process.send_signal(signal.SIGINT)  # Ctrl+C

@@ -14,6 +14,7 @@ from experiments.tasks import (
     addition,
     charlm,
     copy,
+    copy_slots,
     dates,
     lookup,
     needle,
@@ -50,6 +51,7 @@ for _name, _module, _section in (
     ("copy", copy, config_lib.CopyTask),
     ("lookup", lookup, config_lib.LookupTask),
     ("scan", scan, config_lib.ScanTask),
+    ("copy_slots", copy_slots, config_lib.CopySlotsTask),
 ):
     register(_name, _module.build, _section)
 

@@ -24,9 +24,20 @@ def predict_logits(model, inputs, batch_size: int = 256) -> np.ndarray:
 
 
 def attention_weights(model, inputs) -> tuple[np.ndarray, np.ndarray]:
-    """(logits, attention weights) for one small batch of inputs."""
-    logits, weights = _compiled(model, True)(inputs)
-    return np.asarray(logits, dtype="float32"), np.asarray(weights, dtype="float32")
+    """(logits, attention weights) for one small batch of inputs (a copying model's
+    probabilities for its logits)."""
+    logits, weights, _ = attention_outputs(model, inputs)
+    return logits, weights
+
+
+def attention_outputs(model, inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(logits, attention weights, p_gen) for one small batch of inputs: a copying model's
+    probabilities and its probability of generating per step `(B, T)`; p_gen is None for
+    any other model."""
+    outputs = _compiled(model, True)(inputs)
+    logits, weights = (np.asarray(a, dtype="float32") for a in outputs[:2])
+    p_gen = np.asarray(outputs[2], dtype="float32") if len(outputs) > 2 else None
+    return logits, weights, p_gen
 
 
 def forward(model, split, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +58,7 @@ def decode(
     max_length: int,
     batch_size: int | None = None,
     min_length=None,
+    source_ext=None,
     **token_ids,
 ) -> np.ndarray:
     """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`),
@@ -54,7 +66,9 @@ def decode(
 
     `prompts` are source ids (B, S) for a seq2seq model and lists of ids for a
     language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with;
-    `min_length` (B,), if given, the tokens each row holds before it may emit `eos_id`.
+    `min_length` (B,), if given, the tokens each row holds before it may emit `eos_id`;
+    `source_ext` (B, S), for a copying model, the sources in extended ids (its output
+    then holds extended ids).
     """
     if batch_size is not None and len(prompts) > batch_size:
         parts = [
@@ -64,13 +78,27 @@ def decode(
                 prompts[start : start + batch_size],
                 max_length,
                 min_length=None if min_length is None else min_length[start : start + batch_size],
+                source_ext=None if source_ext is None else source_ext[start : start + batch_size],
                 **token_ids,
             )
             for start in range(0, len(prompts), batch_size)
         ]
         return np.concatenate(parts)
+    result = generated(
+        model, gen_cfg, prompts, max_length, min_length, source_ext=source_ext, **token_ids
+    )
+    return np.asarray(result.tokens)
+
+
+def generated(
+    model, gen_cfg, prompts, max_length: int, min_length=None, source_ext=None, **token_ids
+):
+    """The `generation.GenerationResult` of `prompts` at once (see `decode`): the tokens,
+    their scores, the attention, and a copying model's `p_gen`."""
     extra = {} if min_length is None else {"min_length": np.asarray(min_length)}
-    result = generate(
+    if source_ext is not None:
+        extra["source_ext"] = np.asarray(source_ext)
+    return generate(
         model,
         prompts,
         max_length,
@@ -79,7 +107,6 @@ def decode(
         **token_ids,
         **extra,
     )
-    return np.asarray(result.tokens)
 
 
 def _compiled(model, with_attention: bool):

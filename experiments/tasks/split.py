@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.tasks.vocab import END, START
+from experiments.tasks.vocab import END, START, UNK
 from text_tokenizer import Tokenizer
 
 
@@ -23,6 +24,15 @@ class Split:
     each example that length generalisation is measured by (B,) (the string
     length for `reverse`, the operand digits for `addition`), where a task
     has one.
+
+    For copy attention (`keras_attn_rnn.copying`), `x_ext` is the source in
+    extended ids (`x` and `x_dec` hold `<unk>` where it has an extended id)
+    and `oov` each row's unknown words (extended id `V + k` is
+    `oov[row][k]`, `V` the vocabulary's size); with `copying`, a copying
+    model is fed `x_ext` as its third input and `y` is in extended ids.
+    `reference`, where given, is what a decoding is judged against when `y`
+    is not: the targets in extended ids beside a `y` that writes the unknown
+    words as `<unk>` (what a model without copying trains on, `without_copy`).
     """
 
     x: np.ndarray
@@ -30,14 +40,26 @@ class Split:
     x_dec: np.ndarray | None = None
     alignment: np.ndarray | None = None
     length: np.ndarray | None = None
+    x_ext: np.ndarray | None = None
+    oov: list[tuple[str, ...]] | None = None
+    reference: np.ndarray | None = None
+    copying: bool = False
 
     def __len__(self) -> int:
         return len(self.x)
 
     @property
     def inputs(self):
-        """What the model is called on: `x`, or `[x, x_dec]` for seq2seq."""
-        return self.x if self.x_dec is None else [self.x, self.x_dec]
+        """What the model is called on: `x`, `[x, x_dec]` for seq2seq, `[x, x_dec, x_ext]`
+        with copying."""
+        if self.x_dec is None:
+            return self.x
+        return [self.x, self.x_dec, self.x_ext] if self.copying else [self.x, self.x_dec]
+
+    @property
+    def targets(self) -> np.ndarray:
+        """What a prediction is judged against: `reference`, else `y`."""
+        return self.y if self.reference is None else self.reference
 
     def take(self, index) -> Split:
         """A new split holding the rows `index` (a slice or index array)."""
@@ -45,13 +67,28 @@ class Split:
         def pick(a):
             return None if a is None else a[index]
 
+        oov = None
+        if self.oov is not None:  # a list: picked by the row numbers the index selects
+            oov = [self.oov[i] for i in np.arange(len(self.oov))[index].tolist()]
         return Split(
             self.x[index],
             self.y[index],
             pick(self.x_dec),
             pick(self.alignment),
             pick(self.length),
+            pick(self.x_ext),
+            oov,
+            pick(self.reference),
+            self.copying,
         )
+
+    def replace(self, **changes) -> Split:
+        """A copy with the fields in `changes` replaced."""
+        return dataclasses.replace(self, **changes)
+
+    def words(self, row: int) -> tuple[str, ...]:
+        """The unknown words of `row` its extended ids stand for (none without `oov`)."""
+        return () if self.oov is None else tuple(self.oov[row])
 
 
 # The generalisation split's random stream, beside the task seed's main one.
@@ -142,10 +179,66 @@ def seq2seq_split(
     tgt = [target.encode(text) + [END] for _, text in pairs]
     y = pad(tgt)
     x_dec = pad([[START] + t[:-1] for t in tgt], y.shape[1])
+    return Split(src, y, x_dec, *_alignment_and_length(alignments, lengths, y.shape))
+
+
+def _alignment_and_length(alignments, lengths, shape) -> tuple:
+    """A split's `alignment` (`shape`, -1 past each row's) and `length`, or None for each
+    not given."""
     align = None
     if alignments is not None:
-        align = np.full(y.shape, -1, dtype="int32")
+        align = np.full(shape, -1, dtype="int32")
         for i, row in enumerate(alignments):
             align[i, : len(row)] = row
-    length = None if lengths is None else np.asarray(lengths, "int32")
-    return Split(src, y, x_dec, align, length)
+    return align, None if lengths is None else np.asarray(lengths, "int32")
+
+
+def copy_split(
+    pairs: Sequence[tuple[str, str]],
+    tokenizer: Tokenizer,
+    alignments: Sequence[Sequence[int]] | None = None,
+    lengths: Sequence[int] | None = None,
+) -> Split:
+    """Encode (source text, target text) pairs over one vocabulary for copy attention.
+
+    As `seq2seq_split`, with the source and the target encoded by `tokenizer`,
+    and in extended ids too (`Tokenizer.encode_extended`): `x_ext` is the
+    source in them, `oov` each row's unknown words, `y` the target in them
+    (a target word unknown to the vocabulary that is in its source has its
+    extended id, any other one `<unk>`). `x` and the decoder input `x_dec`
+    write the unknown words as `<unk>`. A model without copying trains on
+    `without_copy(split, ...)` of it.
+    """
+    sources = [tokenizer.encode_extended(text) for text, _ in pairs]
+    targets = [
+        tokenizer.encode_target(text, source.oov) + [END]
+        for source, (_, text) in zip(sources, pairs)
+    ]
+    y = pad(targets)
+    size = len(tokenizer)
+    x_dec = pad(
+        [[START] + [t if t < size else UNK for t in row[:-1]] for row in targets], y.shape[1]
+    )
+    align, length = _alignment_and_length(alignments, lengths, y.shape)
+    x = pad([source.ids for source in sources])
+    x_ext = pad([source.extended for source in sources], x.shape[1])
+    oov = [tuple(source.oov) for source in sources]
+    return Split(x, y, x_dec, align, length, x_ext, oov, copying=True)
+
+
+def without_copy(split: Split, vocab_size: int) -> Split:
+    """`split` for a model without copying: not fed `x_ext`, the targets' extended ids
+    (`>= vocab_size`) written `<unk>` in `y`, the targets themselves kept as `reference`
+    (writing `<unk>` for an unknown word is no match)."""
+    if not split.copying:
+        return split
+    y = np.where(split.y >= vocab_size, UNK, split.y).astype(split.y.dtype)
+    return split.replace(y=y, copying=False, reference=split.targets)
+
+
+def with_copy(split: Split) -> Split:
+    """`split` for a copying model: as it is where it has `x_ext`; else (one vocabulary and
+    no unknown words kept) the source is its own extended source, with no unknown words."""
+    if split.copying:
+        return split
+    return split.replace(x_ext=split.x, oov=[()] * len(split), copying=True)

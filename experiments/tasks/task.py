@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from experiments.tasks import kinds
@@ -63,6 +65,25 @@ class Task:
     def output_vocab(self) -> Vocab:
         """The vocabulary of the model's predictions (seq2seq/LM)."""
         return self.target_vocab or self.vocab
+
+    @property
+    def max_oov(self) -> int:
+        """The most unknown words one source holds (`Split.oov`), over every split; 0 without."""
+        return max(
+            (len(words) for split in self.splits().values() for words in split.oov or ()),
+            default=0,
+        )
+
+    def splits(self) -> dict[str, Split]:
+        """Every split by name: train, val, test, probes and, where there is one, generalization."""
+        names = ("train", "val", "test", "probes", "generalization")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+    def with_splits(self, change: Callable[[Split], Split]) -> Task:
+        """A copy with every split `s` replaced by `change(s)`."""
+        return dataclasses.replace(
+            self, **{name: change(split) for name, split in self.splits().items()}
+        )
 
     def vocabularies(self) -> dict:
         """All vocabularies and label names, for the vocab artifact."""

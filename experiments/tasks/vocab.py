@@ -6,7 +6,7 @@ served text model); a `Vocab` is the mapping alone, over tokens already split.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from text_tokenizer import END, PAD, SPECIALS, START, UNK, Tokenizer
 
@@ -39,13 +39,26 @@ class Vocab:
         """Ids of `tokens`; unknown tokens map to `<unk>`."""
         return self._mapping.token_ids(tokens)
 
-    def labels(self, ids: Iterable[int]) -> list[str]:
-        """Token strings of `ids`, padding dropped."""
-        return [self.tokens[int(i)] for i in ids if int(i) != PAD]
+    def labels(self, ids: Iterable[int], oov: Sequence[str] = ()) -> list[str]:
+        """Token strings of `ids`, padding dropped; an extended id `len(self) + k` (copy
+        attention) is `oov[k]`, or `<unk>` past its end."""
+        size, out = len(self.tokens), []
+        for i in map(int, ids):
+            if i == PAD:
+                continue
+            if i < size:
+                out.append(self.tokens[i])
+            else:
+                out.append(oov[i - size] if i - size < len(oov) else SPECIALS[UNK])
+        return out
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids` up to the first `</s>`, without specials."""
         return self._mapping.decode(ids)
+
+    def decode_extended(self, ids: Iterable[int], oov: Sequence[str]) -> str:
+        """`decode` of extended ids: `len(self) + k` is `oov[k]` (`Tokenizer.decode_extended`)."""
+        return self._mapping.decode_extended(ids, oov)
 
     def to_dict(self) -> dict:
         """Serializable form, logged as an artifact."""

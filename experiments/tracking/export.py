@@ -12,6 +12,10 @@ see `model_logging`) and writes:
 - `keras`: the trained model's `.keras` file (load it with
   `keras.saving.load_model` after `import keras_attn_rnn`).
 
+A copy-attention model (`model.copy`) is exported as `keras` only: it is fed
+each source in extended ids too (`source_ext`), which the SavedModel's
+token-ids-in signature has no place for.
+
 Every check of the request (format, output path, run, model) comes before
 anything is written; the result is written next to `out` under a temporary
 name and renamed into place, so a failure or a crash leaves no half-written
@@ -32,6 +36,7 @@ import mlflow
 from experiments import backends
 from experiments.errors import ConfigError
 from experiments.tracking import resilient, serving, store
+from experiments.tracking.text_model import copies
 
 FORMATS = ("savedmodel", "keras")
 
@@ -59,6 +64,14 @@ def export_run(
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
         keras_file = local / "artifacts" / "model.keras"
         card = json.loads((local / "artifacts" / "card.json").read_text(encoding="utf-8"))
+        if fmt == "savedmodel" and copies(card):
+            raise ConfigError(
+                f"format: savedmodel takes token ids alone, and the model of run {run_id} has "
+                "copy attention (model.copy), which is also fed each source in extended ids "
+                "(source_ext); export it with --format keras, or serve its text_model "
+                "(`python -m experiments serve RUN_ID`), which makes them from the text. "
+                "Received: format='savedmodel'"
+            )
         with _written_in_place(out, force) as target:
             if fmt == "keras":
                 shutil.copyfile(keras_file, target)

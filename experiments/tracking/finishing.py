@@ -15,23 +15,24 @@ from __future__ import annotations
 from experiments.tracking.model_logging import model_tags
 
 
-def logged_models(client, run_id: str) -> dict[str, str] | None:
-    """The run's model tags, when both name a logged model (`models:/...`); else None.
+def logged_models(client, run_id: str, card: dict | None = None) -> dict[str, str] | None:
+    """The run's model tags (`model_tags(card)`: those of the model of text card `card`), when
+    all name a logged model (`models:/...`); else None.
 
     When they do, the run's other logged models (a `PENDING` one left by an
     interrupted second upload, say) are deleted first: they are orphans."""
     tags = client.get_run(run_id).data.tags
-    found = {key: tags.get(key, "") for key in model_tags()}
+    found = {key: tags.get(key, "") for key in model_tags(card)}
     if all(uri.startswith("models:/") for uri in found.values()):
-        delete_orphans(client, run_id)
+        delete_orphans(client, run_id, card)
         return found
     return None
 
 
-def delete_orphans(client, run_id: str) -> list[str]:
+def delete_orphans(client, run_id: str, card: dict | None = None) -> list[str]:
     """Delete the run's logged models that none of its model tags names; return their ids."""
     run = client.get_run(run_id)
-    named = {run.data.tags.get(key, "") for key in model_tags()}
+    named = {run.data.tags.get(key, "") for key in model_tags(card)}
     models = client.search_logged_models(
         experiment_ids=[run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
     )

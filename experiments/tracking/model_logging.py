@@ -22,9 +22,10 @@ text model also pandas); the library's version is in their metadata, since it
 travels as code rather than as a requirement.
 
 The Keras-flavor `model` is logged where TensorFlow is the Keras backend
-(`Backend.saved_model`: TensorFlow traces its serving function); on JAX and
-PyTorch the run logs the `text_model` only and says so in its
-`keras_model_skipped` tag.
+(`Backend.saved_model`: TensorFlow traces its serving function) and the
+model takes token ids alone; on JAX and PyTorch, and for a copy-attention
+model (which is fed each source in extended ids too, `source_ext`), the run
+logs the `text_model` only and says why in its `keras_model_skipped` tag.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import keras_attn_rnn
 import text_tokenizer
 from experiments import backends
 from experiments.tracking.serving import ServingModel
-from experiments.tracking.text_model import classifies
+from experiments.tracking.text_model import classifies, copies
 
 MODEL = "model"
 TEXT_MODEL = "text_model"
@@ -62,33 +63,42 @@ TOKENIZER_FILE = Path(text_tokenizer.__file__).resolve()
 CODE_PATHS = (LIBRARY_FOLDER, TOKENIZER_FILE)
 
 
-def model_tags() -> tuple[str, ...]:
-    """The run tags naming the logged models, on this backend."""
-    return (
-        (MODEL + "_uri", TEXT_MODEL + "_uri")
-        if backends.current().saved_model
-        else (TEXT_MODEL + "_uri",)
-    )
-
-
-def skipped_note() -> dict[str, str]:
-    """The run tag saying why the Keras-flavor model is missing (empty where it is logged)."""
+def keras_model_skipped(card: dict | None = None) -> str | None:
+    """Why the Keras-flavor model is not logged, on this backend for the model of `card`
+    (None: it is logged)."""
     backend = backends.current()
-    if backend.saved_model:
-        return {}
-    return {
-        "keras_model_skipped": (
+    if not backend.saved_model:
+        return (
             f"the Keras-flavor model is a TensorFlow SavedModel; this run trained on the "
             f"{backend.name} backend, so it logged the text_model (its .keras file loads on "
             "every backend)"
         )
-    }
+    if card is not None and copies(card):
+        return (
+            "the Keras-flavor model serves token ids alone; a copy-attention model "
+            "(model.copy) is also fed each source in extended ids (source_ext), so this run "
+            "logged the text_model, which makes them from the text"
+        )
+    return None
+
+
+def model_tags(card: dict | None = None) -> tuple[str, ...]:
+    """The run tags naming the logged models, on this backend for the model of `card`."""
+    if keras_model_skipped(card) is None:
+        return (MODEL + "_uri", TEXT_MODEL + "_uri")
+    return (TEXT_MODEL + "_uri",)
+
+
+def skipped_note(card: dict | None = None) -> dict[str, str]:
+    """The run tag saying why the Keras-flavor model is missing (empty where it is logged)."""
+    reason = keras_model_skipped(card)
+    return {} if reason is None else {"keras_model_skipped": reason}
 
 
 def log_models(model, card: dict) -> dict[str, str]:
     """Log `model` (trained, built) with its text card to the active run.
 
-    Returns the tags of `model_tags()`: `{"model_uri": ..., "text_model_uri": ...}`.
+    Returns the tags of `model_tags(card)`: `{"model_uri": ..., "text_model_uri": ...}`.
     """
     with tempfile.TemporaryDirectory() as tmp:
         keras_file = Path(tmp) / "model.keras"
@@ -97,7 +107,7 @@ def log_models(model, card: dict) -> dict[str, str]:
         card_file.write_text(json.dumps(card, indent=1), encoding="utf-8")
         with _sys_path_kept():  # validating an input example loads the model's code_paths
             tags = {}
-            if backends.current().saved_model:
+            if keras_model_skipped(card) is None:
                 tags["model_uri"] = log_keras_model(model, card)
             tags["text_model_uri"] = log_text_model(keras_file, card_file, card)
             return tags
@@ -171,6 +181,8 @@ def text_signature(card: dict) -> ModelSignature:
             "attended_tokens": [""],
             "score": 0.5,
         }
+        if copies(card):
+            record["p_gen"] = [0.5]
         params = {"sampler": "greedy", **card["generate"]}
     with warnings.catch_warnings():  # integer params are never missing: MLflow's hint is moot
         warnings.filterwarnings("ignore", message=".*integer column", category=UserWarning)

@@ -298,7 +298,7 @@ class ResilientTracker(Tracker):
             pass
         name = self.spool.write_file("model.keras", model.save)  # the tmp keeps .keras
         self.spool.append({"op": "model", "file": name, "card": card})
-        return {tag: SPOOLED_MODEL_URI for tag in model_logging.model_tags()}
+        return {tag: SPOOLED_MODEL_URI for tag in model_logging.model_tags(card)}
 
     def flush(self) -> bool:
         """Finish the artifact thread, upload the spool; True when nothing is left in it."""

@@ -19,6 +19,11 @@ record per string:
   `tokens` (its tokens), `attention` (one row per generated token over
   `attended_tokens`: the source tokens, or for a language model the prompt
   and the tokens generated before), `score` (the summed log-probability);
+  a copy-attention model (the card's `copy`) reads each string in extended
+  ids too (`Tokenizer.encode_extended`: its words unknown to the vocabulary
+  get ids past it), so it can write those words, and its records also hold
+  `p_gen` (per generated token, the probability it was generated rather
+  than copied from the source);
 - classification: `label`, `probabilities` (class name -> probability),
   `tokens` (the input's tokens) and `attention` (the pooling weight of each).
 
@@ -45,7 +50,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
-from text_tokenizer import SPECIALS, Tokenizer
+from text_tokenizer import SPECIALS, UNK, Extended, Tokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -82,11 +87,16 @@ class TextCodec:
         """Input ids of `text` (`Tokenizer.encode`)."""
         return self.input.encode(text)
 
-    def input_labels(self, ids) -> list[str]:
-        return [self.input.tokens[int(i)] for i in ids]
+    def encode_extended(self, text: str, max_oov: int) -> Extended:
+        """`text` for a copy-attention model: its ids, extended ids and unknown words
+        (`Tokenizer.encode_extended`; past `max_oov` of them, unknown words stay `<unk>`)."""
+        return self.input.encode_extended(text, max_oov)
 
-    def output_labels(self, ids) -> list[str]:
-        return [self.output.tokens[int(i)] for i in ids]
+    def input_labels(self, ids, oov=()) -> list[str]:
+        return [_label(self.input.tokens, i, oov) for i in ids]
+
+    def output_labels(self, ids, oov=()) -> list[str]:
+        return [_label(self.output.tokens, i, oov) for i in ids]
 
     def generated_steps(self, ids) -> int:
         """How many generated ids come before the end id (or the padding after it)."""
@@ -95,10 +105,18 @@ class TextCodec:
                 return step
         return len(ids)
 
-    def decode(self, ids) -> str:
+    def decode(self, ids, oov=None) -> str:
         """Text of output ids up to `</s>`, without special tokens (the runner's
-        `Vocab.decode`)."""
-        return self.output.decode(ids)
+        `Vocab.decode`); extended ids are the words of `oov` (`Tokenizer.decode_extended`)."""
+        return self.output.decode(ids) if oov is None else self.output.decode_extended(ids, oov)
+
+
+def _label(tokens: list[str], i, oov) -> str:
+    """The token of id `i`: of `tokens`, else (an extended id) of `oov`, else `<unk>`."""
+    i = int(i)
+    if i < len(tokens):
+        return tokens[i]
+    return oov[i - len(tokens)] if i - len(tokens) < len(oov) else SPECIALS[UNK]
 
 
 def texts_of(model_input) -> list[str]:
@@ -137,6 +155,12 @@ def classifies(card: dict) -> bool:
     return "classes" in card
 
 
+def copies(card: dict) -> bool:
+    """Whether a card's model has copy attention (its kind wrote `copy`: the extended
+    vocabulary's size, `max_oov`): it is fed each source in extended ids too."""
+    return "copy" in card
+
+
 class TextModel(mlflow.pyfunc.PythonModel):
     """The pyfunc text model of a run (see the module docstring)."""
 
@@ -149,6 +173,10 @@ class TextModel(mlflow.pyfunc.PythonModel):
     # with it MLflow neither warns about hints nor coerces the input: `texts_of` checks it.
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
         texts = texts_of(model_input)
+        if copies(self.card):
+            max_oov = int(self.card["copy"]["max_oov"])
+            encoded = [self.codec.encode_extended(text, max_oov) for text in texts]
+            return self.generate([e.ids for e in encoded], self.options(params), encoded)
         ids = [self.codec.encode(text) for text in texts]
         if classifies(self.card):
             return self.classify(ids)
@@ -167,7 +195,13 @@ class TextModel(mlflow.pyfunc.PythonModel):
             )
         return options
 
-    def generate(self, ids: list[list[int]], options: dict) -> list[dict]:
+    def generate(self, ids: list[list[int]], options: dict, extended=None) -> list[dict]:
+        """Records of what the model generates for the sources `ids`; `extended`: their
+        `Tokenizer.encode_extended`, fed to a copy-attention model (`source_ext`)."""
+        copy_inputs = {}
+        if extended is not None:  # one padded width for the ids and the extended ids
+            ids = _padded([e.ids for e in extended])
+            copy_inputs["source_ext"] = _padded([e.extended for e in extended])
         try:
             # the card holds every option (MLflow's params schema fills them all in):
             # the sampler is built from the ones it takes
@@ -184,6 +218,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
                 eos_id=self.card.get("end_id"),
                 start_id=self.card.get("start_id"),
                 seed=options["seed"],
+                **copy_inputs,
             )
         except ValueError as err:  # the library's argument checks name the argument
             raise invalid(str(err)) from None
@@ -191,19 +226,24 @@ class TextModel(mlflow.pyfunc.PythonModel):
         for row, source in enumerate(ids):
             tokens = result.tokens[row]
             steps = self.codec.generated_steps(tokens)
-            generated = self.codec.output_labels(tokens[:steps])
-            attended = self.codec.input_labels(source)
+            oov = None if extended is None else extended[row].oov
+            generated = self.codec.output_labels(tokens[:steps], oov or ())
+            if extended is None:
+                attended = self.codec.input_labels(source)
+            else:  # the source's own words, those unknown to the vocabulary included
+                attended = self.codec.input_labels(extended[row].extended, oov)
             if self.card["attends_generated"]:  # the prompt, then what was generated before
                 attended = attended + generated[:-1]
-            records.append(
-                {
-                    "text": self.codec.decode(tokens),
-                    "tokens": generated,
-                    "attention": result.attention[row, :steps, : len(attended)].tolist(),
-                    "attended_tokens": attended,
-                    "score": float(result.scores[row]),
-                }
-            )
+            record = {
+                "text": self.codec.decode(tokens, oov),
+                "tokens": generated,
+                "attention": result.attention[row, :steps, : len(attended)].tolist(),
+                "attended_tokens": attended,
+                "score": float(result.scores[row]),
+            }
+            if extended is not None:
+                record["p_gen"] = np.asarray(result.p_gen)[row, :steps].tolist()
+            records.append(record)
         return records
 
     def classify(self, ids: list[list[int]]) -> list[dict]:
@@ -226,6 +266,14 @@ class TextModel(mlflow.pyfunc.PythonModel):
             }
             for row, source in enumerate(ids)
         ]
+
+
+def _padded(rows: list[list[int]]) -> np.ndarray:
+    """int32 `(B, longest row)`, 0-padded on the right."""
+    out = np.zeros((len(rows), max(1, max(len(row) for row in rows))), dtype="int32")
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
 
 
 mlflow.models.set_model(TextModel())

@@ -146,10 +146,10 @@ class Tracker:
         active = mlflow.active_run()
         if active is None or active.info.run_id != self.run_id:
             raise RuntimeError(f"log_model needs run {self.run_id} to be the active run")
-        logged = finishing.logged_models(self.client, self.run_id)
+        logged = finishing.logged_models(self.client, self.run_id, card)
         if logged is not None:
             return logged
-        finishing.delete_orphans(self.client, self.run_id)
+        finishing.delete_orphans(self.client, self.run_id, card)
         return model_logging.log_models(model, card)
 
     def end(self, status: str = "FINISHED") -> None:

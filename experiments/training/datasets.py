@@ -48,6 +48,8 @@ def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
         features = {"x": split.x}
         if split.x_dec is not None:
             features["x_dec"] = split.x_dec
+        if split.copying:
+            features["x_ext"] = split.x_ext
         targets = {"y": split.y}
         if split.alignment is not None:
             targets["alignment"] = split.alignment

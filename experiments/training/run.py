@@ -55,7 +55,8 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
 
     In order: the schema (when given a mapping), the distribute setting against this
     environment (TF_CONFIG, the global batch over the replicas), the task's data, the
-    defaults and checks of the task's kind, the losses the task can take, the model's own
+    defaults and checks of the task's kind (and the task as the model trains on it:
+    `TaskKind.prepare`), the losses the task can take, the model's own
     argument checks (a trial build that starts no backend runtime: a multi-worker
     strategy must come before TensorFlow's first op), and what depends on the metrics
     the task logs. Every failure is a `ConfigError` naming the key.
@@ -68,6 +69,7 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
     kind = task.kind
     cfg = kind.resolve(cfg, task)
     kind.check(cfg)
+    task = kind.prepare(cfg, task)
     if cfg.train.alignment_loss_weight and task.train.alignment is None:
         raise invalid_config(
             "train.alignment_loss_weight",
@@ -258,7 +260,7 @@ def compile_model(model, cfg, task) -> None:
         kwargs["clipnorm"] = cfg.train.clipnorm
     model.compile(
         optimizer=OPTIMIZERS[cfg.train.optimizer](**kwargs),
-        loss=task.kind.loss(),
+        loss=task.kind.loss(cfg),
         metrics=list(task.kind.fit_metrics) or None,
         jit_compile=backends.current().jit_compile(cfg.train.jit_compile),
         run_eagerly=cfg.train.run_eagerly,
@@ -436,7 +438,7 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
         # What the Keras-flavor model must serve for them: greedy ids, or logits.
         tracker.log_array(kind.serving_output(model, cfg, tokens), "expected_output.npy")
         model_tags = tracker.log_model(model, card)  # model_uri (TensorFlow), text_model_uri
-        tracker.set_tags({**model_tags, **model_logging.skipped_note()})
+        tracker.set_tags({**model_tags, **model_logging.skipped_note(card)})
         if cfg.tracking.register_model is not None:
             # the Keras-flavor model where it is logged, else the text model
             uri = model_tags.get("model_uri", model_tags["text_model_uri"])

@@ -1,8 +1,8 @@
 """Attention losses in training: `train.alignment_loss_weight` and `train.coverage_loss_weight`.
 
 `SupervisedAttention` wraps the task's model for `fit` only: it takes
-`(model inputs, ground-truth positions)`, returns the model's logits (so the
-task's loss and metrics are unchanged) and adds the weighted
+`(model inputs, ground-truth positions)`, returns the model's logits (a
+copying model's probabilities: the task's loss and metrics are unchanged) and adds the weighted
 `keras_attn_rnn.losses.alignment_loss` / `coverage_loss` of the model's own
 attention to the training loss with `add_loss`. Evaluation, samples, heatmaps
 and the logged model use the wrapped model (`task_model`).
@@ -39,9 +39,10 @@ class SupervisedAttention(keras.Model):
         model_inputs, positions = inputs if self.needs_positions else (inputs, None)
         if isinstance(model_inputs, tuple):
             model_inputs = list(model_inputs)
+        # a copying model returns its p_gen too, and probabilities for logits
         logits, alignments = self.model(
             model_inputs, training=training, return_attention_scores=True
-        )
+        )[:2]
         if self.alignment_weight:
             loss = ops.mean(losses.alignment_loss(positions, alignments))
             self.add_loss(self.alignment_weight * loss)

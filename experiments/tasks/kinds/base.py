@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in anno
 CARD_FORMAT = 1
 # What the logged models decode with unless asked otherwise.
 GREEDY = GenerateConfig(sampler="greedy")
+# The label of the column a copying model's heatmaps add: its probability of generating.
+P_GEN_LABEL = "p_gen"
 
 
 @dataclass
@@ -92,6 +94,13 @@ class TaskKind:
                 f"one of {', '.join(repr(m) for m in self.attention_mechanisms)} for a "
                 f"{self.name} task (stateful mechanisms belong to the seq2seq decoder)",
             )
+        if cfg.model.copy and not self.copies:
+            raise invalid_config(
+                "model.copy",
+                cfg.model.copy,
+                f"false for a {self.name} task (copy attention mixes a decoder's "
+                "distribution with its attention over the source: seq2seq only)",
+            )
         if cfg.train.coverage_loss_weight and not self.has_coverage:
             raise invalid_config(
                 "train.coverage_loss_weight",
@@ -141,6 +150,8 @@ class TaskKind:
 
     #: whether the model's attention has decoder steps a coverage loss can sum over
     has_coverage = False
+    #: whether the model can copy source words (`model.copy`)
+    copies = False
 
     def resolve(self, cfg: ExperimentConfig, task: Task) -> ExperimentConfig:
         """A copy of `cfg` with the kind's defaults filled in: the attention score, the
@@ -151,6 +162,11 @@ class TaskKind:
         if cfg.generate.max_length is None:
             cfg.generate.max_length = self.decode_length(task, cfg.generate)
         return cfg
+
+    def prepare(self, cfg: ExperimentConfig, task: Task) -> Task:
+        """The task as the model of `cfg` (resolved) trains on it: the task itself by default.
+        Raises `ConfigError` for a task the model cannot train on."""
+        return task
 
     def score(self, cfg: ExperimentConfig) -> str:
         """The attention score in use: the configured one or the kind's default."""
@@ -171,8 +187,9 @@ class TaskKind:
         a = cfg.model.attention
         return {"score": self.score(cfg), "units": a.units, "normalizer": a.normalizer}
 
-    def loss(self) -> keras.losses.Loss:
-        """Sparse cross-entropy on logits, skipping `<pad>` targets when `ignore_padding`."""
+    def loss(self, cfg: ExperimentConfig | None = None) -> keras.losses.Loss:
+        """Sparse cross-entropy on logits, skipping `<pad>` targets when `ignore_padding`
+        (whatever `cfg` says)."""
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, ignore_class=PAD if self.ignore_padding else None
         )
@@ -234,10 +251,14 @@ class TaskKind:
         max_length: int,
         batch_size=None,
         min_length=None,
+        source_ext=None,
     ) -> np.ndarray:
         """Generated token ids (B, max_length) for `prompts`, `batch_size` at a time; with
-        `min_length` (B,) no row ends before it holds that many tokens."""
-        return modeling.decode(model, gen_cfg, prompts, max_length, batch_size, min_length)
+        `min_length` (B,) no row ends before it holds that many tokens; `source_ext` (B, S):
+        a copying model's sources in extended ids (see `modeling.decode`)."""
+        return modeling.decode(
+            model, gen_cfg, prompts, max_length, batch_size, min_length, source_ext=source_ext
+        )
 
     def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:
         """A table of `count` sample generations (none by default, or when `count` is 0)."""
@@ -246,13 +267,20 @@ class TaskKind:
     # --- plots and artifacts ------------------------------------------------------------
 
     def probe_heatmaps(self, model, task: Task, epoch: int | None = None) -> list[tuple[str, dict]]:
-        """Each probe's attention as `(name, plot_attention kwargs)`: the model part of a heatmap."""
-        logits, weights = modeling.attention_weights(model, task.probes.inputs)
+        """Each probe's attention as `(name, plot_attention kwargs)`: the model part of a heatmap.
+        A copying model's probability of generating each target token is a last column,
+        `p_gen`."""
+        probes = task.probes
+        logits, weights, p_gen = modeling.attention_outputs(model, probes.inputs)
         suffix = "" if epoch is None else f" (epoch {epoch})"
         heatmaps = []
-        for i in range(len(task.probes)):
-            source = task.vocab.labels(task.probes.x[i])
+        for i in range(len(probes)):
+            words = probes.x if probes.x_ext is None else probes.x_ext  # unknown words by name
+            source = task.vocab.labels(words[i], probes.words(i))
             rows, source, targets, title = self.heatmap(task, i, source, logits[i], weights[i])
+            if p_gen is not None:  # a copying model: its p_gen beside the attention
+                rows = np.concatenate([rows, p_gen[i, : len(rows), None]], axis=1)
+                source = [*source, P_GEN_LABEL]
             kwargs = dict(
                 weights=rows, source_tokens=source, target_tokens=targets, title=title + suffix
             )
@@ -288,7 +316,7 @@ class TaskKind:
             "input": task.tokenizer.to_config(),
             **self.card_fields(task, cfg),
             "examples": {
-                "text": [_raw_text(task, row) for row in probes.x],
+                "text": [_raw_text(task, probes, row) for row in range(len(probes))],
                 "tokens": probes.x.astype("int32").tolist(),
             },
         }
@@ -323,9 +351,12 @@ def generate_defaults(cfg: ExperimentConfig) -> dict:
     return {"max_length": int(g.max_length), "seed": int(g.seed or 0), **options}
 
 
-def _raw_text(task: Task, ids) -> str:
-    """A text that `task.tokenizer` turns into `ids` again (`Tokenizer.decode`)."""
-    return task.tokenizer.decode(ids)
+def _raw_text(task: Task, split: Split, row: int) -> str:
+    """A text that `task.tokenizer` turns into the ids of `split.x[row]` again
+    (`Tokenizer.decode`), with its unknown words where the split knows them (`x_ext`)."""
+    if split.x_ext is None:
+        return task.tokenizer.decode(split.x[row])
+    return task.tokenizer.decode_extended(split.x_ext[row], split.words(row))
 
 
 # The arguments every mechanism takes from the kind (`TaskKind.attention`), not options.

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from experiments.errors import invalid_config
 from experiments.tasks import metrics, modeling
+from experiments.tasks import split as split_lib
 from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
 from experiments.tasks.kinds.registry import register
-from experiments.tasks.vocab import END, PAD, START
-from keras_attn_rnn import mechanisms, models
+from experiments.tasks.vocab import END, PAD, START, UNK
+from keras_attn_rnn import losses, mechanisms, models
 
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
 
 
 class Seq2Seq(TaskKind):
-    """Encoder RNN -> attention decoder, trained with teacher forcing."""
+    """Encoder RNN -> attention decoder, trained with teacher forcing.
+
+    With `model.copy` the model is a pointer-generator (`Seq2Seq(copy=True)`): it is fed
+    each source in extended ids too (`Split.x_ext`), trains with
+    `losses.PointerGeneratorLoss` on targets in extended ids, generates extended ids, and
+    everything it writes is decoded through each row's unknown words (`Split.oov`).
+    Without it, a task's unknown target words are `<unk>` to train on, but decodings are
+    still judged against the words themselves (`split.without_copy`).
+    """
 
     name = "seq2seq"
     model_type = "Seq2Seq"
@@ -28,6 +39,38 @@ class Seq2Seq(TaskKind):
         return mechanisms.names()
 
     has_coverage = True
+    copies = True
+
+    def resolve(self, cfg, task):
+        """Also `model.max_oov`, when copying and unset: the most unknown words a source of the
+        task holds."""
+        cfg = super().resolve(cfg, task)
+        if cfg.model.copy and cfg.model.max_oov is None:
+            cfg.model.max_oov = task.max_oov
+        return cfg
+
+    def prepare(self, cfg, task):
+        """The splits fed with their extended sources and targets when copying (a task
+        without them: the source as its own, with one vocabulary), else without."""
+        if not cfg.model.copy:
+            size = len(task.output_vocab)
+            return task.with_splits(lambda split: split_lib.without_copy(split, size))
+        if task.vocab.tokens != task.output_vocab.tokens:
+            raise invalid_config(
+                "model.copy",
+                cfg.model.copy,
+                f"false for task {task.name!r}: a copied source word becomes a target id, "
+                "which needs one vocabulary for the source and the target (copy_slots, "
+                "reverse and copy have one)",
+            )
+        if cfg.model.max_oov < task.max_oov:
+            raise invalid_config(
+                "model.max_oov",
+                cfg.model.max_oov,
+                f"at least {task.max_oov}, the most unknown words one source of task "
+                f"{task.name!r} holds (or unset)",
+            )
+        return task.with_splits(split_lib.with_copy)
 
     def check(self, cfg):
         super().check(cfg)
@@ -57,12 +100,20 @@ class Seq2Seq(TaskKind):
             units=m.units,
             rnn=m.rnn,
             dropout=m.dropout,
+            **({"copy": True, "max_oov": m.max_oov, "unk_id": UNK} if m.copy else {}),
         )
 
+    def loss(self, cfg=None):
+        """`PointerGeneratorLoss` (on probabilities) when `cfg` copies, else cross-entropy."""
+        if cfg is not None and cfg.model.copy:
+            return losses.PointerGeneratorLoss()
+        return super().loss(cfg)
+
     def task_metrics(self, model, task, split, logits):
-        """Teacher-forced token accuracy, and exact match of greedy decoding."""
+        """Teacher-forced token accuracy, and exact match of greedy decoding (both against
+        `split.targets`: an unknown word written `<unk>` is wrong)."""
         return {
-            "token_accuracy": metrics.token_accuracy(split.y, logits),
+            "token_accuracy": metrics.token_accuracy(split.targets, logits),
             "exact_match_greedy": self.exact_match(model, GREEDY, split),
         }
 
@@ -86,8 +137,16 @@ class Seq2Seq(TaskKind):
 
     def exact_match(self, model, gen_cfg, split) -> float:
         """Exact match of `split` decoded with `gen_cfg`, up to the split's target length."""
-        decoded = self.decode(model, gen_cfg, split.x, split.y.shape[1], batch_size=EVAL_BATCH)
-        return metrics.exact_match(split.y, decoded)
+        targets = split.targets
+        decoded = self.decode(
+            model,
+            gen_cfg,
+            split.x,
+            targets.shape[1],
+            batch_size=EVAL_BATCH,
+            **_copy_inputs(split),
+        )
+        return metrics.exact_match(targets, decoded)
 
     def exact_match_oracle(self, model, split) -> float:
         """Exact match of greedy decoding with the output length given: `</s>` is impossible
@@ -95,7 +154,7 @@ class Seq2Seq(TaskKind):
         Newman et al., 2020, "The EOS Decision and Length Extrapolation"). Beside
         `exact_match_greedy` it tells a model that gets the tokens right but stops at the
         wrong place from one that gets the tokens wrong."""
-        lengths = metrics.target_lengths(split.y)
+        lengths = metrics.target_lengths(split.targets)
         decoded = self.decode(
             model,
             GREEDY,
@@ -103,59 +162,113 @@ class Seq2Seq(TaskKind):
             max(1, int(lengths.max(initial=0))),
             batch_size=EVAL_BATCH,
             min_length=lengths,
+            **_copy_inputs(split),
         )
-        return metrics.exact_match(split.y, metrics.cut_to_lengths(decoded, lengths))
+        return metrics.exact_match(split.targets, metrics.cut_to_lengths(decoded, lengths))
 
     def decode_length(self, task, gen_cfg):
         """`generate.max_length`, else the task's target length."""
         return gen_cfg.max_length or task.val.y.shape[1]
 
-    def decode(self, model, gen_cfg, prompts, max_length, batch_size=None, min_length=None):
-        """Decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens)."""
+    def decode(
+        self,
+        model,
+        gen_cfg,
+        prompts,
+        max_length,
+        batch_size=None,
+        min_length=None,
+        source_ext=None,
+    ):
+        """Decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a
+        copying model reads `source_ext` (default: the prompts, as the library's)."""
         return modeling.decode(
-            model, gen_cfg, prompts, max_length, batch_size, min_length, eos_id=END, start_id=START
+            model,
+            gen_cfg,
+            prompts,
+            max_length,
+            batch_size,
+            min_length,
+            source_ext=source_ext,
+            eos_id=END,
+            start_id=START,
         )
 
     def sample_rows(self, model, task, gen_cfg, count):
-        """Source, target, prediction and whether they match, for the first `count` test rows."""
+        """Source, target, prediction and whether they match, for the first `count` test rows;
+        for a copying model also each generated token with its `p_gen` (1: generated from the
+        vocabulary, 0: copied from the source)."""
         if count == 0:
             return []
         split = task.test.take(slice(0, count))
-        decoded = self.decode(model, gen_cfg, split.x, self.decode_length(task, gen_cfg))
-        rows = []
+        result = modeling.generated(
+            model,
+            gen_cfg,
+            split.x,
+            self.decode_length(task, gen_cfg),
+            **_copy_inputs(split),
+            eos_id=END,
+            start_id=START,
+        )
+        tokens, p_gen = np.asarray(result.tokens), getattr(result, "p_gen", None)
+        vocab, rows = task.output_vocab, []
         for i in range(len(split)):
-            target = task.output_vocab.decode(split.y[i])
-            prediction = task.output_vocab.decode(decoded[i])
-            rows.append(
-                {
-                    "source": task.vocab.decode(split.x[i]),
-                    "target": target,
-                    "prediction": prediction,
-                    "correct": target == prediction,
-                }
-            )
+            words = split.words(i)
+            target = vocab.decode_extended(split.targets[i], words)
+            prediction = vocab.decode_extended(tokens[i], words)
+            row = {
+                "source": _source_text(task, split, i),
+                "target": target,
+                "prediction": prediction,
+                "correct": target == prediction,
+            }
+            if p_gen is not None:
+                steps = int(metrics.target_lengths(tokens[i : i + 1])[0])
+                labels = vocab.labels(tokens[i, :steps], words)
+                row["p_gen"] = " ".join(
+                    f"{label}:{float(p):.2f}" for label, p in zip(labels, np.asarray(p_gen)[i])
+                )
+            rows.append(row)
         return rows
 
     def heatmap(self, task, i, source, logits, weights):
-        targets = task.output_vocab.labels(task.probes.y[i])
-        text = (
-            f"{task.vocab.decode(task.probes.x[i])} -> {task.output_vocab.decode(task.probes.y[i])}"
-        )
+        probes = task.probes
+        words = probes.words(i)
+        targets = task.output_vocab.labels(probes.targets[i], words)
+        target_text = task.output_vocab.decode_extended(probes.targets[i], words)
+        text = f"{_source_text(task, probes, i)} -> {target_text}"
         return weights[: len(targets), : len(source)], source, targets, f"probe {i}: {_short(text)}"
 
     def card_fields(self, task, cfg):
-        """The target vocabulary; decoding starts at `<s>`, stops at `</s>`."""
-        return {
+        """The target vocabulary; decoding starts at `<s>`, stops at `</s>`; with copying,
+        `copy`: the extended vocabulary's size beyond it (`max_oov`)."""
+        fields = {
             "output": task.output_vocab.to_dict(),
             "start_id": START,
             "end_id": END,
             "generate": generate_defaults(cfg),
             "attends_generated": False,  # each step attends over the source
         }
+        if cfg.model.copy:
+            fields["copy"] = {"max_oov": int(cfg.model.max_oov)}
+        return fields
 
     def tokens_per_epoch(self, split):
         """Source and target tokens."""
         return super().tokens_per_epoch(split) + int((split.y != PAD).sum())
+
+
+def _copy_inputs(split) -> dict:
+    """What decoding `split` passes besides the sources: a copying model's `source_ext` (the
+    extended sources), nothing for any other model."""
+    return {"source_ext": split.x_ext} if split.copying else {}
+
+
+def _source_text(task, split, i: int) -> str:
+    """The source of row `i`, its unknown words included where the split knows them."""
+    if split.x_ext is None:
+        return task.vocab.decode(split.x[i])
+    return task.vocab.decode_extended(split.x_ext[i], split.words(i))
 
 
 def _short(text: str, limit: int = 60) -> str:
