@@ -232,6 +232,14 @@ class Tokenizer:
             for token, i in zip(tokens, ids)
         ]
 
+    def label(self, i: int, oov: Sequence[str] = ()) -> str:
+        """The token of id `i`; an extended id `len(tokens) + k` is `oov[k]`, or `<unk>` past
+        the end of `oov`."""
+        i = int(i)
+        if i < len(self.tokens):
+            return self.tokens[i]
+        return oov[i - len(self.tokens)] if i - len(self.tokens) < len(oov) else SPECIALS[UNK]
+
     def decode_extended(self, ids: Iterable[int], oov: Sequence[str]) -> str:
         """`decode` of extended ids: `len(tokens) + k` is `oov[k]`; an extended id past the
         end of `oov` is dropped, as `<unk>` is."""

@@ -42,15 +42,7 @@ class Vocab:
     def labels(self, ids: Iterable[int], oov: Sequence[str] = ()) -> list[str]:
         """Token strings of `ids`, padding dropped; an extended id `len(self) + k` (copy
         attention) is `oov[k]`, or `<unk>` past its end."""
-        size, out = len(self.tokens), []
-        for i in map(int, ids):
-            if i == PAD:
-                continue
-            if i < size:
-                out.append(self.tokens[i])
-            else:
-                out.append(oov[i - size] if i - size < len(oov) else SPECIALS[UNK])
-        return out
+        return [self._mapping.label(i, oov) for i in ids if int(i) != PAD]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids` up to the first `</s>`, without specials."""

@@ -50,7 +50,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
-from text_tokenizer import SPECIALS, UNK, Extended, Tokenizer
+from text_tokenizer import SPECIALS, Extended, Tokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -93,10 +93,10 @@ class TextCodec:
         return self.input.encode_extended(text, max_oov)
 
     def input_labels(self, ids, oov=()) -> list[str]:
-        return [_label(self.input.tokens, i, oov) for i in ids]
+        return [self.input.label(i, oov) for i in ids]
 
     def output_labels(self, ids, oov=()) -> list[str]:
-        return [_label(self.output.tokens, i, oov) for i in ids]
+        return [self.output.label(i, oov) for i in ids]
 
     def generated_steps(self, ids) -> int:
         """How many generated ids come before the end id (or the padding after it)."""
@@ -109,14 +109,6 @@ class TextCodec:
         """Text of output ids up to `</s>`, without special tokens (the runner's
         `Vocab.decode`); extended ids are the words of `oov` (`Tokenizer.decode_extended`)."""
         return self.output.decode(ids) if oov is None else self.output.decode_extended(ids, oov)
-
-
-def _label(tokens: list[str], i, oov) -> str:
-    """The token of id `i`: of `tokens`, else (an extended id) of `oov`, else `<unk>`."""
-    i = int(i)
-    if i < len(tokens):
-        return tokens[i]
-    return oov[i - len(tokens)] if i - len(tokens) < len(oov) else SPECIALS[UNK]
 
 
 def texts_of(model_input) -> list[str]:
