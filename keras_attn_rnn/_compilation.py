@@ -26,6 +26,7 @@ The cache holds the model only weakly.
 import weakref
 
 import keras
+import numpy as np
 from keras import ops
 
 # model -> {key: compiled function}
@@ -148,3 +149,33 @@ def stack_record(record):
     if keras.backend.backend() == "tensorflow":
         return record.stack()
     return record
+
+
+def concrete_values(x):
+    """`x` as a NumPy array when its values exist here (eager), else None.
+
+    None inside a compiled function (a `tf.function` graph, a `jax.jit` tracer, a
+    `torch.compile` trace) and for symbolic Keras tensors: there a value check
+    cannot run.
+    """
+    if keras.backend.is_keras_tensor(x):
+        return None
+    if not hasattr(x, "shape") or type(x).__module__.startswith("numpy"):
+        return np.asarray(x)
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if not tf.executing_eagerly() or not hasattr(x, "numpy"):
+            return None
+    elif backend == "jax":
+        import jax
+
+        if isinstance(x, jax.core.Tracer):
+            return None
+    elif backend == "torch":
+        import torch
+
+        if torch.compiler.is_compiling():
+            return None
+    return np.asarray(ops.convert_to_numpy(x))

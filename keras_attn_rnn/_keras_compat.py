@@ -27,3 +27,14 @@ def random_seed_dtype():
     have this dtype for `keras.random` to accept it.
     """
     return _backend.random_seed_dtype()
+
+
+def set_keras_mask(x, mask):
+    """`x` with the Keras mask `mask` attached (`keras.src.backend.set_keras_mask`); returns `x`.
+
+    Why private: a loss whose per-step values carry a mask is reduced by
+    `keras.losses.Loss` over the unmasked steps only (Keras' own losses use this
+    for `ignore_class`); no public API attaches a mask to a tensor.
+    """
+    _backend.set_keras_mask(x, mask)
+    return x

@@ -4,11 +4,19 @@ over an extended vocabulary that mixes generating a word with copying a source w
 Each example's source words outside the target vocabulary (size `V`) get temporary ids
 `V, V + 1, ...` (the same word twice gets the same id); `source_ext` is the source
 written in those extended ids. A step's distribution is
-`P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: source_ext_i = w} a_i`, over
-`V + num_oov` ids.
+`P(w) = p_gen P_vocab(w) + (1 - p_gen) P_copy(w)`, over `V + num_oov` ids, where
+`P_copy(w) = sum_{i: source_ext_i = w} a_i / sum_i a_i` (unmasked positions `i`): the
+attention renormalised over the source, so that `P` is a distribution whatever the
+mechanism (a GMM's Gaussians are not normalised over the memory; monotonic attention
+may lose mass off the end). Where the attention has (almost) no mass the copy share
+goes to the generator (see `pointer_generator_mixture`).
 """
 
 from keras import ops
+
+# Below this attention mass a row's copy distribution fades into the generator's: its
+# gradient (a / m, of order 1 / m^2) stays finite in float32.
+MIN_COPY_MASS = 1e-6
 
 
 def extended_vocab_size(vocab_size, num_oov):
@@ -24,6 +32,24 @@ def extended_vocab_size(vocab_size, num_oov):
             f"e.g. the largest count of a batch). Received: num_oov={num_oov!r}"
         )
     return vocab_size + num_oov
+
+
+# Where the ids came from when no source_ext was given (one shared vocabulary).
+SOURCE_AS_EXTENDED = "; without source_ext the source ids are read as extended ids"
+
+
+def check_extended_ids(ids, size, name="source_ext", note=""):
+    """Raises unless the NumPy int array `ids` holds extended ids in `[0, size)`.
+
+    An id at or beyond `size` (`target_vocab + max_oov`) has no column to be copied
+    into: rather than drop its attention silently, every path (a model call with
+    values, generation) refuses it with this error. `note` says where the ids came from.
+    """
+    if ids.size and (ids.min() < 0 or ids.max() >= size):
+        raise ValueError(
+            f"{name} must hold extended ids in [0, {size}) (target_vocab + max_oov){note}. "
+            f"Received: {name} with ids in [{ids.min()}, {ids.max()}]"
+        )
 
 
 def copy_distribution(attention, source_ext, size, source_mask=None):
@@ -60,9 +86,13 @@ def pointer_generator_mixture(
         source_mask: bool `(B, S)`, False at padding; default `source_ext != 0`.
 
     Returns:
-        float32 probabilities `(B, T, V + num_oov)`; each row sums to
-        `p_gen + (1 - p_gen) * (attention mass on unmasked positions)`, 1 for
-        normalised attention.
+        float32 probabilities `(B, T, V + num_oov)`, each row a distribution (it sums
+        to 1). The attention is renormalised over the unmasked positions of in-range
+        ids, `P_copy = a / m` with `m` its mass, so any mechanism's weights serve;
+        where `m < MIN_COPY_MASS` (1e-6) the copy share is
+        `a / MIN_COPY_MASS + (1 - m / MIN_COPY_MASS) P_vocab`, which is continuous in
+        `m` and gives the whole share to the generator when nothing is attended (an
+        all-padding source).
 
     Example:
 
@@ -82,4 +112,7 @@ def pointer_generator_mixture(
     if num_oov:
         vocab_probabilities = ops.pad(vocab_probabilities, [(0, 0), (0, 0), (0, num_oov)])
     copied = copy_distribution(attention, source_ext, size, source_mask)
+    mass = ops.sum(copied, axis=-1, keepdims=True)
+    copied = copied / ops.maximum(mass, MIN_COPY_MASS)
+    copied = copied + ops.maximum(1.0 - mass / MIN_COPY_MASS, 0.0) * vocab_probabilities
     return p_gen * vocab_probabilities + (1.0 - p_gen) * copied

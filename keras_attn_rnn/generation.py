@@ -36,7 +36,7 @@ import random
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _compilation, samplers
+from keras_attn_rnn import _compilation, copying, samplers
 from keras_attn_rnn.samplers.sampler import check_int
 
 # Longest generation: caches of `(batch, prompt + max_length, units)` are preallocated.
@@ -168,6 +168,7 @@ def generate(
     copies = bool(getattr(model, "copy", False))
     source, extended = prompts, _source_ext(source_ext, prompts, model, copies)
     if copies and extended is None:
+        copying.check_extended_ids(prompts, _extended_size(model), note=copying.SOURCE_AS_EXTENDED)
         extended = prompts  # one input shape for a copy model: one compiled function
     min_length = _min_lengths(min_length, len(prompts), eos_id)
     if seed is None:
@@ -220,18 +221,17 @@ def _source_ext(source_ext, source, model, copies):
     array = np.asarray(
         ops.convert_to_numpy(source_ext) if hasattr(source_ext, "shape") else source_ext
     )
-    size = int(model.output_vocab_size) + int(model.num_oov)
     if array.shape != source.shape or not np.issubdtype(array.dtype, np.integer):
         raise ValueError(
             f"source_ext must be an int array of the source's shape {source.shape}. "
             f"Received: source_ext={_describe(source_ext)}"
         )
-    if array.size and (array.min() < 0 or array.max() >= size):
-        raise ValueError(
-            f"source_ext must hold extended ids in [0, {size}) (target_vocab + max_oov). "
-            f"Received: source_ext with ids in [{array.min()}, {array.max()}]"
-        )
+    copying.check_extended_ids(array, _extended_size(model))
     return array.astype("int32")
+
+
+def _extended_size(model):
+    return int(model.output_vocab_size) + int(model.num_oov)
 
 
 def _p_gen(model, source, tokens, start_id):

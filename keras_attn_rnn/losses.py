@@ -9,6 +9,8 @@ as `y_pred`; the pointer-generator's takes the mixture probabilities of
 import keras
 from keras import ops
 
+from keras_attn_rnn import _keras_compat
+
 
 def _per_example_mean(values, valid):
     """Mean of `values (B, T)` over the steps where `valid`; 0 for a row with none."""
@@ -123,13 +125,21 @@ def pointer_generator_loss(targets, probabilities, epsilon=1e-7):
     Returns:
         float32 `(B,)`; 0 for a row of padding only.
     """
+    return _per_example_mean(
+        pointer_generator_nll(targets, probabilities, epsilon), ops.not_equal(targets, 0)
+    )
+
+
+def pointer_generator_nll(targets, probabilities, epsilon=1e-7):
+    """`-log(max(P(target_t), epsilon))` per target step: float32 `(B, T)`, 0 at padding
+    (`targets == 0`)."""
     probabilities = ops.cast(probabilities, "float32")
     targets = ops.cast(targets, "int32")
     picked = ops.take_along_axis(
         probabilities, ops.expand_dims(ops.maximum(targets, 0), -1), axis=-1
     )
     nll = -ops.log(ops.maximum(ops.squeeze(picked, -1), epsilon))
-    return _per_example_mean(nll, ops.not_equal(targets, 0))
+    return ops.where(ops.not_equal(targets, 0), nll, 0.0)
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_rnn")
@@ -138,7 +148,10 @@ class PointerGeneratorLoss(keras.losses.Loss):
 
     `y_true`: int `(B, T)` target ids in the extended vocabulary (0 is padding);
     `y_pred`: the mixture probabilities `(B, T, W)` that `Seq2Seq(copy=True)` returns.
-    Per example the mean over its non-padding steps of `-log(max(P(y_true_t), epsilon))`.
+    The mean of `-log(max(P(y_true_t), epsilon))` over the batch's target tokens
+    (padding skipped), as Keras' masked losses average, so a copy model's loss reads
+    like a plain model's masked cross-entropy; `reduction="sum"` gives their sum.
+    (`pointer_generator_loss` gives See et al.'s per-example means instead.)
 
     Example:
 
@@ -158,7 +171,9 @@ class PointerGeneratorLoss(keras.losses.Loss):
         self.epsilon = epsilon
 
     def call(self, y_true, y_pred):
-        return pointer_generator_loss(y_true, y_pred, self.epsilon)
+        nll = pointer_generator_nll(y_true, y_pred, self.epsilon)
+        # Keras' loss reduction skips the padded steps (as its own masked losses do)
+        return _keras_compat.set_keras_mask(nll, ops.not_equal(ops.cast(y_true, "int32"), 0))
 
     def get_config(self):
         return {**super().get_config(), "epsilon": self.epsilon}

@@ -176,6 +176,24 @@ def test_v2b_sums_to_one_when_the_means_are_well_inside_a_long_memory():
     np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-5)
 
 
+def test_v2_omits_battenbergs_normalising_factor_and_says_so():
+    """`version="v2"` sums to about `sqrt(2 pi) sigma` for one wide component well inside
+    the memory: Battenberg et al.'s GMMv2 divides by `Z = sqrt(2 pi sigma^2)`, this one
+    does not, and its docstring must say so (issue 40)."""
+    length, width = 200, 4.0
+    layer = mechanisms.GMMAttention(
+        UNITS, num_mixtures=1, version="v2", initial_step=40.0, initial_width=width
+    )
+    layer.build((None, D_Q), (None, length, D_M))
+    for kernel in (layer.query_kernel, layer.mixture_kernel):
+        kernel.assign(np.zeros(kernel.shape, "float32"))  # the biases alone: sigma = width
+    got, means = run(layer, queries(5, steps=2), length=length, mask=None)
+    assert np.all((means > 30) & (means < 120))
+    np.testing.assert_allclose(got.sum(-1), math.sqrt(2 * math.pi) * width, rtol=1e-4)
+    doc = " ".join(mechanisms.GMMAttention.__doc__.split())
+    assert "divides each Gaussian by `Z = sqrt(2 pi sigma_k^2)`; this version omits" in doc
+
+
 def test_config_round_trip_and_get_by_name():
     layer = mechanisms.get("gmm", units=4, num_mixtures=2, version="v2", initial_step=0.5)
     assert isinstance(layer, mechanisms.GMMAttention)

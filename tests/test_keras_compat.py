@@ -63,3 +63,22 @@ def test_random_seed_dtype_is_the_seed_dtype_keras_random_accepts():
     a = keras.random.uniform((4,), seed=TensorSeed(seed))
     b = keras.random.uniform((4,), seed=TensorSeed(seed))
     np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+def test_set_keras_mask_is_there_and_a_loss_reduces_over_the_mask():
+    from keras.src import backend
+
+    assert callable(getattr(backend, "set_keras_mask", None)), (
+        f"keras.src.backend.set_keras_mask is gone in Keras {keras.__version__}"
+    )
+    values = ops.convert_to_tensor(np.array([[1.0, 3.0], [5.0, 100.0]], "float32"))
+    mask = ops.convert_to_tensor(np.array([[True, True], [True, False]]))
+    assert _keras_compat.set_keras_mask(values, mask) is values
+    np.testing.assert_array_equal(to_numpy(backend.get_keras_mask(values)), to_numpy(mask))
+
+    class Identity(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return _keras_compat.set_keras_mask(ops.convert_to_tensor(y_pred) * 1.0, mask)
+
+    # the masked value (100) is left out of the mean: (1 + 3 + 5) / 3
+    np.testing.assert_allclose(float(Identity()(values, values)), 3.0, rtol=1e-6)

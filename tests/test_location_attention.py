@@ -329,3 +329,18 @@ def test_config_round_trip_and_get_by_name():
 def test_bad_arguments_raise_naming_the_argument(arguments, match):
     with pytest.raises(ValueError, match=match):
         mechanisms.LocationAttention(**{"units": 4, **arguments})
+
+
+def test_the_leaky_clamp_is_ray_chowdhury_and_caragea_s_and_is_attributed_to_them():
+    """`max(0.01 x, min(x, 1 + 0.01 x))` is Ray Chowdhury and Caragea's (2023) clamp; Dubois
+    et al.'s leaks from 1 (`1 + 0.01 (x - 1)`). The docstrings attribute it correctly
+    (issue 40)."""
+    x = np.array([-2.0, 0.0, 0.5, 1.0, 1.005, 1.5, 3.0], "float32")
+    got = to_numpy(location_attention.leaky_clamp(ops.convert_to_tensor(x)))
+    np.testing.assert_allclose(got, np.maximum(0.01 * x, np.minimum(x, 1 + 0.01 * x)), 1e-6)
+    dubois = np.where(x > 1, 1 + 0.01 * (x - 1), np.where(x < 0, 0.01 * x, x))
+    assert np.abs(got - dubois)[x > 1.0101].min() > 0.0099  # the two forms differ above 1.01
+    doc = " ".join(mechanisms.LocationAttention.__doc__.split())
+    assert "Ray Chowdhury and Caragea's (2023) leaky clamp" in doc
+    assert "Dubois's leaky clamp" not in doc
+    assert "Ray Chowdhury and Caragea" in location_attention.leaky_clamp.__doc__

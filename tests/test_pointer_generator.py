@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers import assert_config_round_trip, gradient, save_and_reload_in_subprocess, to_numpy
 
-from keras_attn_rnn import copying, losses, samplers
+from keras_attn_rnn import copying, losses, mechanisms, samplers
 from keras_attn_rnn.generation import generate
 from keras_attn_rnn.models import Seq2Seq
 
@@ -25,8 +25,10 @@ W = V + NUM_OOV
 # ---------------------------------------------------------------- NumPy references
 
 
-def mixture_reference(vocab, attention, p_gen, source_ext, num_oov, mask=None):
-    """Loops in float64: `p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w, mask_i} a_i`."""
+def mixture_reference(vocab, attention, p_gen, source_ext, num_oov, mask=None, floor=1e-6):
+    """Loops in float64: `p_gen P_vocab(w) + (1 - p_gen) P_copy(w)`, with `P_copy(w) =
+    sum_{i: x_i = w, mask_i} a_i / m` (`m` the attention's mass on unmasked in-range
+    positions); below `m = floor`, `a_i / floor + (1 - m / floor) P_vocab(w)`."""
     vocab, attention = vocab.astype("float64"), attention.astype("float64")
     p_gen = p_gen.astype("float64").reshape(vocab.shape[:2])
     if mask is None:
@@ -35,10 +37,15 @@ def mixture_reference(vocab, attention, p_gen, source_ext, num_oov, mask=None):
     out = np.zeros((batch, steps, size + num_oov))
     for b in range(batch):
         for t in range(steps):
-            out[b, t, :size] = p_gen[b, t] * vocab[b, t]
+            copied = np.zeros(size + num_oov)
             for i, word in enumerate(source_ext[b]):
                 if mask[b, i] and 0 <= word < size + num_oov:
-                    out[b, t, word] += (1.0 - p_gen[b, t]) * attention[b, t, i]
+                    copied[word] += attention[b, t, i]
+            mass = copied.sum()
+            copied /= max(mass, floor)
+            copied[:size] += max(0.0, 1.0 - mass / floor) * vocab[b, t]
+            out[b, t, :size] = p_gen[b, t] * vocab[b, t]
+            out[b, t] += (1.0 - p_gen[b, t]) * copied
     return out
 
 
@@ -49,6 +56,15 @@ def loss_reference(targets, probabilities, epsilon=1e-7):
         nll = [-np.log(max(row[t, y], epsilon)) for t, y in enumerate(row_targets) if y != 0]
         out.append(np.mean(nll) if nll else 0.0)
     return np.asarray(out)
+
+
+def token_loss_reference(targets, probabilities, epsilon=1e-7):
+    """The mean of -log(max(P(y_t), epsilon)) over all steps with y_t != 0 (Keras' masked
+    reduction), and their sum."""
+    rows, steps = np.nonzero(targets)
+    picked = probabilities.astype("float64")[rows, steps, targets[rows, steps]]
+    nll = -np.log(np.maximum(picked, epsilon))
+    return nll.mean(), nll.sum()
 
 
 def softmax(x):
@@ -95,10 +111,48 @@ def test_mixture_equals_the_reference_on_the_extended_vocabulary():
     )
     np.testing.assert_allclose(got[1, :, 7], q[1] * attention[1, :, [2, 3]].sum(0), atol=1e-6)
     np.testing.assert_allclose(got[1, :, :V], p_gen[1] * vocab[1], atol=1e-6)  # nothing copied
-    # padded positions carried attention, which the mask drops: rows sum to less than 1
-    sums = got.sum(-1)
-    np.testing.assert_allclose(sums[:2], 1.0, atol=1e-6)
-    np.testing.assert_allclose(sums[2], 1.0 - q[2] * attention[2, :, 3:].sum(-1), atol=1e-6)
+    # padded positions carried attention, which the mask drops; the rest is renormalised,
+    # so every row is a distribution
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-6)
+    kept = attention[2, :, :3] / attention[2, :, :3].sum(-1, keepdims=True)
+    np.testing.assert_allclose(
+        got[2, :, 4], p_gen[2, :, 0] * vocab[2, :, 4] + q[2] * kept[:, 1], 1e-6
+    )
+
+
+def test_mixture_renormalises_any_attention_mass_and_falls_back_to_the_generator():
+    """Attention that is not a distribution (a GMM's sums range far from 1) is
+    renormalised; a row with no mass (an all-padding source, attention exactly 0) gives its
+    copy share to the generator, continuously below the floor of 1e-6."""
+    vocab, attention, p_gen, source_ext = inputs(4)
+    for scale in (4.3, 0.5, 1e-3, 1e-7, 0.0):
+        got = to_numpy(
+            copying.pointer_generator_mixture(vocab, attention * scale, p_gen, source_ext, NUM_OOV)
+        )
+        np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-5)
+        want = mixture_reference(vocab, attention * scale, p_gen, source_ext, NUM_OOV)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert np.all(got <= 1.0 + 1e-6) and np.all(got >= 0.0)
+    unscaled = mixture_reference(vocab, attention, p_gen, source_ext, NUM_OOV)
+    np.testing.assert_allclose(
+        to_numpy(copying.pointer_generator_mixture(vocab, attention * 4.3, p_gen, source_ext, 3)),
+        unscaled,
+        atol=1e-5,
+    )
+    # no attention at all: exactly the generator's distribution
+    none = to_numpy(
+        copying.pointer_generator_mixture(vocab, attention * 0, p_gen, source_ext, NUM_OOV)
+    )
+    np.testing.assert_allclose(none[..., :V], vocab, atol=1e-6)
+    assert np.all(none[..., V:] == 0)
+    # half the floor: half copied (renormalised by the floor), half generated
+    half = to_numpy(
+        copying.pointer_generator_mixture(
+            vocab, attention * 5e-7, np.zeros_like(p_gen), source_ext, NUM_OOV
+        )
+    )
+    np.testing.assert_allclose(half[1, :, :V], 0.5 * vocab[1], atol=1e-5)
+    assert np.all(half[1, :, V:].sum(-1) > 0.49)
 
 
 def test_mixture_takes_an_explicit_mask_p_gen_of_rank_2_and_no_oov():
@@ -164,17 +218,19 @@ def test_the_keras_loss_reduces_serializes_and_is_float32():
     vocab, attention, p_gen, source_ext = inputs(3)
     probabilities = mixture_reference(vocab, attention, p_gen, source_ext, NUM_OOV)
     loss = losses.PointerGeneratorLoss(epsilon=1e-3)
-    np.testing.assert_allclose(
-        float(loss(targets(), probabilities)),
-        loss_reference(targets(), probabilities, 1e-3).mean(),
-        rtol=1e-6,
-    )
+    # the mean over the batch's target tokens (7 of 12 steps), not over its rows
+    mean, _ = token_loss_reference(targets(), probabilities, 1e-3)
+    np.testing.assert_allclose(float(loss(targets(), probabilities)), mean, rtol=1e-6)
+    assert not np.isclose(mean, loss_reference(targets(), probabilities, 1e-3).mean())
     summed = losses.PointerGeneratorLoss(reduction="sum")
-    np.testing.assert_allclose(
-        float(summed(targets(), probabilities)),
-        loss_reference(targets(), probabilities).sum(),
-        rtol=1e-6,
-    )
+    _, total = token_loss_reference(targets(), probabilities)
+    np.testing.assert_allclose(float(summed(targets(), probabilities)), total, rtol=1e-6)
+    # a mask on y_pred (a ready model's output carries its target's) changes nothing
+    masked = keras.ops.convert_to_tensor(probabilities.astype("float32"))
+    from keras_attn_rnn import _keras_compat
+
+    _keras_compat.set_keras_mask(masked, keras.ops.not_equal(targets(), 0))
+    np.testing.assert_allclose(float(loss(targets(), masked)), mean, rtol=1e-6)
     clone = losses.PointerGeneratorLoss.from_config(loss.get_config())
     assert clone.epsilon == 1e-3 and clone.name == "pointer_generator_loss"
     restored = keras.saving.deserialize_keras_object(
@@ -288,7 +344,8 @@ def test_copy_model_mixes_its_own_distributions(kwargs):
     )
     nothing = np.zeros((3, 4, TARGET_VOCAB))
     expected = mixture_reference(nothing, alignments, np.zeros((3, 4, 1)), source_ext, 2)
-    np.testing.assert_allclose(copied, expected, atol=1e-6)
+    live = target != 0  # a padded step attends nowhere: its copy share is generated
+    np.testing.assert_allclose(copied[live], expected[live], atol=1e-6)
     np.testing.assert_allclose(copied[0, :, 8], alignments[0, :, [0, 2]].sum(0), atol=1e-6)
     # generating only: the vocabulary softmax, no mass on the extended ids
     set_p_gen(model, 60.0)
@@ -316,31 +373,55 @@ def test_copy_model_defaults_to_a_shared_vocabulary():
     assert Seq2Seq(5, 9, copy=True).num_oov == 0
 
 
-MECHANISMS = {
-    "content": {},
-    "location": {"mechanism": "location", "units": 5, "filters": 2, "kernel_size": 3},
-    "coverage": {"mechanism": "coverage", "units": 5},
-    "monotonic": {"mechanism": "monotonic", "score": "general", "mode": "parallel"},
-    "gmm": {"mechanism": "gmm", "units": 5, "num_mixtures": 2},
+# Options that push a mechanism's alignments away from a distribution: GMM v2's wide
+# unnormalised Gaussians sum to several times 1; monotonic attention loses mass.
+UNNORMALISED = {
+    "gmm": {"version": "v2", "initial_width": 50.0},
+    "monotonic": {"mode": "parallel", "score_bias_init": -4.0},
 }
 
 
-@pytest.mark.parametrize("name", sorted(MECHANISMS))
-def test_copy_works_with_each_mechanism(name):
+@pytest.mark.parametrize("name", mechanisms.names())
+def test_copy_is_a_distribution_with_every_mechanism(name):
+    """Every registered mechanism: each output row sums to 1 within 1e-5 (padded target
+    steps too), whatever its alignments sum to, and copying alone is its renormalised
+    attention."""
     source, target, source_ext = model_inputs()
-    model = copy_model(attention=MECHANISMS[name], attention_layer_size=5)
-    model([source, target, source_ext])
+    attention = {"mechanism": name, "units": 5, **UNNORMALISED.get(name, {})}
+    model = copy_model(attention=attention, attention_layer_size=5)
+    probabilities, alignments, _ = to_numpy(
+        model([source, target, source_ext], return_attention_scores=True)
+    )
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    assert np.all(probabilities <= 1 + 1e-5) and np.all(probabilities >= 0)
     set_p_gen(model, -60.0)
     probabilities, alignments, _ = to_numpy(
         model([source, target, source_ext], return_attention_scores=True)
     )
     nothing, never = np.zeros((3, 4, TARGET_VOCAB)), np.zeros((3, 4, 1))
     expected = mixture_reference(nothing, alignments, never, source_ext, model.num_oov)
-    np.testing.assert_allclose(probabilities, expected, atol=1e-6)
-    # normalised mechanisms sum to 1; monotonic and GMM alignments to at most 1
-    assert np.all(probabilities.sum(-1) <= 1 + 1e-5)
-    if name in ("content", "location", "coverage"):
-        np.testing.assert_allclose(probabilities.sum(-1)[target != 0], 1.0, atol=1e-5)
+    live = target != 0  # a padded step attends nowhere: its copy share is generated
+    np.testing.assert_allclose(probabilities[live], expected[live], atol=1e-5)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    loss = to_numpy(losses.pointer_generator_loss(target, probabilities))
+    assert np.all(loss >= 0)
+
+
+def test_the_issue_s_gmm_copy_model_gives_probabilities():
+    """Issue 40's repro: GMM v2 with wide Gaussians gave P(5) = 3.81 and a negative loss."""
+    model = Seq2Seq(
+        12,
+        12,
+        units=8,
+        embedding_dim=8,
+        copy=True,
+        attention={"mechanism": "gmm", "units": 8, "version": "v2", "initial_width": 50.0},
+    )
+    source, target = np.array([[5] * 8]), np.array([[1, 5, 5]])
+    probabilities = to_numpy(model([source, target]))
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    assert probabilities.max() <= 1.0 + 1e-6
+    assert float(losses.PointerGeneratorLoss()(target, probabilities)) >= 0
 
 
 def test_copy_config_round_trip_and_copy_false_config_unchanged():
@@ -387,6 +468,33 @@ def test_copy_call_and_generation_errors():
         generate(Seq2Seq(11, 8, units=4), source, 3, start_id=1, source_ext=source_ext)
     with pytest.raises(ValueError, match=r"shape \(B, S\), or \(B, 2, S\).*\(3, 3, 6\)"):
         model.init_cache(np.stack([source] * 3, 1), start_id=1)
+    bad = np.where(source_ext == 9, 10, source_ext)
+    with pytest.raises(ValueError, match=r"extended ids in \[0, 10\).*\[0, 10\]"):
+        model([source, target, bad])
+
+
+def test_source_ids_beyond_the_extended_vocabulary_are_refused_in_every_path():
+    """Issue 40's repro: with no source_ext the source is read as extended ids; ids >=
+    target_vocab + max_oov were dropped silently by call() and generate() (rows summed to
+    0.49) while the same array as source_ext= raised."""
+    model = Seq2Seq(20, 12, units=8, embedding_dim=8, copy=True, max_oov=2, unk_id=3)
+    source, target = np.array([[17, 18, 19, 16]]), np.array([[1, 5, 5]])
+    message = r"source_ext must hold extended ids in \[0, 14\).*without source_ext.*\[16, 19\]"
+    with pytest.raises(ValueError, match=message):
+        model([source, target])
+    with pytest.raises(ValueError, match=message):
+        generate(model, source, 3, start_id=1)
+    with pytest.raises(ValueError, match=message):
+        model.init_cache(source, start_id=1)
+    with pytest.raises(
+        ValueError,
+        match=r"in \[0, 14\) \(target_vocab \+ max_oov\)\. Received: source_ext with ids in \[16",
+    ):
+        generate(model, source, 3, start_id=1, source_ext=source)
+    # ids in range pass, with or without source_ext
+    fine = np.array([[13, 5, 6, 0]])
+    np.testing.assert_allclose(to_numpy(model([fine, target])).sum(-1), 1.0, atol=1e-5)
+    assert generate(model, fine, 3, start_id=1).tokens.shape == (1, 3)
 
 
 # ---------------------------------------------------------------- generation

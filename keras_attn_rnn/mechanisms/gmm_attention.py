@@ -26,8 +26,12 @@ class GMMAttention(Mechanism):
     move backwards) and widths `sigma = softplus(s^) + 0.01` (the floor keeps
     `1 / sigma` finite). Over the memory positions `j = 0 .. S-1`:
 
-    - `version="v2"`: Graves' unnormalised Gaussians, `a_j = sum_k w_k
-      exp(-(j - mu_k)^2 / (2 sigma_k^2))`; the sum over `j` is not 1;
+    - `version="v2"`: Graves' (2013) unnormalised Gaussians, `a_j = sum_k w_k
+      exp(-(j - mu_k)^2 / (2 sigma_k^2))`, with v2's softplus steps and
+      widths; the sum over `j` is not 1 (about `sqrt(2 pi) sigma` for one
+      wide component inside the memory). Battenberg et al.'s GMMv2 divides
+      each Gaussian by `Z = sqrt(2 pi sigma_k^2)`; this version omits that
+      factor (so its alignments are `Z` times theirs);
     - `version="v2b"` (default): each Gaussian's mass over `[j - 1/2, j +
       1/2]`, `a_j = sum_k w_k (Phi((j + 1/2 - mu_k) / sigma_k) - Phi((j - 1/2
       - mu_k) / sigma_k))` with `Phi` the normal CDF (by `erf`): the

@@ -29,8 +29,10 @@ class LocationAttention(Mechanism):
       sigmoid(rho_3), sigmoid(rho_4)]`;
     - the mean `mu_t = clamp(w . b_t)` of the blocks `b_t = [mu_{t-1}, t /
       (n - 1), 1 / (n - 1), c_bar, 1]` (`t` the number of steps before this
-      one; `mu_0 = 0`), with Dubois's leaky clamp to `[0, 1]`, `clamp(x) =
-      max(0.01 x, min(x, 1 + 0.01 x))`;
+      one; `mu_0 = 0`), with Ray Chowdhury and Caragea's (2023) leaky clamp
+      to `[0, 1]`, `clamp(x) = max(0.01 x, min(x, 1 + 0.01 x))` (Dubois et
+      al.'s own clamp leaks from 1, `1 + 0.01 (x - 1)` above 1: the two differ
+      by at most 0.01, above `x = 1.01`);
     - the width in memory positions `sigma = softplus(s^) + min_width`, with
       `s^ = k_s . tanh(W_1 q + b_1) + b_s`, and in relative units `sigma / n`;
     - location attention `l_j = exp(-(r_j - mu_t)^2 / (2 (sigma / n)^2))`
@@ -43,7 +45,8 @@ class LocationAttention(Mechanism):
     position. Taken from the paper's code (Dubois's `LocationAttender`,
     Ray Chowdhury and Caragea's re-implementation): the blocks (less the mean
     position of the previous attention), positions `j / (n - 1)` with widths
-    divided by `n`, the leaky clamp of the mean, the minimum width 0.41
+    divided by `n`, a leaky clamp of the mean (Ray Chowdhury and Caragea's
+    form), the minimum width 0.41
     positions and a convex gate between the two attentions. Simplified:
     the mean is not centred on 1/2 (Dubois's bias weight in `[-1/2, 1/2]`
     is one in `[0, 1]` here); the weighter is an MLP of the query, not a GRU; the block weights are
@@ -220,5 +223,7 @@ def relative_positions(memory_mask):
 
 
 def leaky_clamp(x, low=0.0, high=1.0, slope=LEAK):
-    """`x` clamped to `[low, high]` with slope `slope` outside (Dubois's `clamp(is_leaky=True)`)."""
+    """`x` clamped to `[low, high]`, leaking with slope `slope`: `max(low + slope x, min(x,
+    high + slope x))`, Ray Chowdhury and Caragea's (2023) form (Dubois et al.'s leaks from
+    `high`: `high + slope (x - high)`)."""
     return ops.maximum(low + slope * x, ops.minimum(x, high + slope * x))

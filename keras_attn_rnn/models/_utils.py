@@ -5,7 +5,7 @@ import inspect
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks, mechanisms, normalizers, scores
+from keras_attn_rnn import _keras_compat, checks, mechanisms, normalizers, scores
 
 RNN_KINDS = ("lstm", "gru")
 
@@ -160,3 +160,9 @@ def config_with_attention(config):
         attention["cumulative"] = True
     config["attention"] = attention
     return config
+
+
+def with_mask(outputs, mask):
+    """`outputs` carrying the Keras mask `mask`, set inside `call` (JAX's training step
+    runs `call` without `__call__`, which is where `compute_mask` would apply)."""
+    return _keras_compat.set_keras_mask(outputs, mask)

@@ -136,6 +136,8 @@ class AttentiveLanguageModel(AttentiveModel):
 
     def call(self, tokens, training=None, return_attention_scores=False):
         logits, weights, _, _ = self._forward(tokens, training)
+        # the logits carry the tokens' padding mask: Keras losses and metrics skip it
+        logits = _utils.with_mask(logits, ops.not_equal(tokens, 0))
         if return_attention_scores:
             return logits, weights
         return logits

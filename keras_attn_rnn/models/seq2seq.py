@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks, copying
+from keras_attn_rnn import _compilation, checks, copying
 from keras_attn_rnn.models import _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
@@ -261,18 +261,14 @@ class Seq2Seq(AttentiveModel):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         source, target, source_ext = self._split(inputs)
-        memory, memory_mask, states = self.encode(source, training)
+        if self.copy:
+            self._check_extended(source_ext, given=len(inputs) == 3)
+        logits, alignments, memory_mask, p_gen = self._forward(source, target, training)
+        # the outputs carry the target's padding mask: Keras losses and metrics skip it
         target_mask = ops.not_equal(target, 0)
-        target = self._in_vocabulary(target)
-        y = self.dropout_layer(self.target_embedding(target), training=training)
-        outputs, alignments, features = self._decoding.decode(
-            y, target_mask, memory, memory_mask, states, training
-        )
-        logits = self.output_layer(self.dropout_layer(outputs, training=training))
         if not self.copy:
+            logits = _utils.with_mask(logits, target_mask)
             return (logits, alignments) if return_attention_scores else logits
-        features = self.dropout_layer(features, training=training)
-        p_gen = self.p_gen(ops.concatenate([features, y], axis=-1))
         probabilities = copying.pointer_generator_mixture(
             ops.softmax(ops.cast(logits, "float32"), axis=-1),
             alignments,
@@ -281,9 +277,40 @@ class Seq2Seq(AttentiveModel):
             self.num_oov,
             source_mask=memory_mask,
         )
+        probabilities = _utils.with_mask(probabilities, target_mask)
         if return_attention_scores:
             return probabilities, alignments, ops.squeeze(ops.cast(p_gen, "float32"), -1)
         return probabilities
+
+    def _forward(self, source, target, training=None):
+        """Teacher forcing: `(logits, alignments, memory_mask, p_gen)`; `p_gen` (B, T, 1)
+        with `copy`, else None."""
+        memory, memory_mask, states = self.encode(source, training)
+        target_mask = ops.not_equal(target, 0)
+        y = self.dropout_layer(
+            self.target_embedding(self._in_vocabulary(target)), training=training
+        )
+        outputs, alignments, features = self._decoding.decode(
+            y, target_mask, memory, memory_mask, states, training
+        )
+        logits = self.output_layer(self.dropout_layer(outputs, training=training))
+        p_gen = None
+        if self.copy:
+            features = self.dropout_layer(features, training=training)
+            p_gen = self.p_gen(ops.concatenate([features, y], axis=-1))
+        return logits, alignments, memory_mask, p_gen
+
+    def _check_extended(self, source_ext, given):
+        """Refuses extended ids beyond `target_vocab + max_oov` where their values exist
+        here (an eager call; a compiled one cannot raise on values, and its rows still sum
+        to 1 over the ids in range)."""
+        values = _compilation.concrete_values(source_ext)
+        if values is not None:
+            copying.check_extended_ids(
+                values,
+                self.target_vocab + self.num_oov,
+                note="" if given else copying.SOURCE_AS_EXTENDED,
+            )
 
     def _in_vocabulary(self, ids):
         """Target ids with the extended ones (`>= target_vocab`) read as `unk_id`."""
@@ -361,6 +388,8 @@ class Seq2Seq(AttentiveModel):
                 f"Seq2Seq generation expects source ids of shape {expected}. "
                 f"Received: prompts of shape {tuple(prompts.shape)}"
             )
+        if self.copy:
+            self._check_extended(source_ext, given=len(prompts.shape) == 3)
         if self.copy and self.num_oov and self.unk_id is None:
             raise ValueError(
                 "generation with copy attention feeds a copied extended id back as unk_id, "
@@ -412,8 +441,10 @@ class Seq2Seq(AttentiveModel):
         start = ops.full((ops.shape(tokens)[0], 1), start_id, dtype="int32")
         # after the end the decoder reads padding (masked); those steps' p_gen is dropped
         target_in = ops.concatenate([start, tokens[:, :-1]], axis=1)
-        source = ops.cast(source, "int32")
-        _, _, p_gen = self([source, target_in], training=False, return_attention_scores=True)
+        if not self.built:
+            self([source, target_in, ops.zeros_like(source)])
+        *_, p_gen = self._forward(ops.cast(source, "int32"), target_in, training=False)
+        p_gen = ops.squeeze(ops.cast(p_gen, "float32"), -1)
         return ops.where(ops.equal(tokens, 0), 0.0, p_gen)
 
     def get_config(self):
