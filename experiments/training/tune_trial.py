@@ -77,7 +77,8 @@ def run_trial(study, trial, *, base: dict, dims, metric: str, parent_run_id: str
         return None
     except BaseException as err:  # Ctrl+C, SIGTERM, a bug: never left running
         stopped = "interrupted" if isinstance(err, KeyboardInterrupt) else repr(err)
-        trial.set_user_attr("failure", f"its worker stopped: {stopped}")
+        with contextlib.suppress(Exception):  # the reason is extra; the FAIL must be told
+            trial.set_user_attr("failure", f"its worker stopped: {stopped}")
         study.tell(trial, state=TrialState.FAIL)
         raise
     trial.set_user_attr("mlflow_run_id", run_id)
