@@ -4,16 +4,19 @@ errors before anything is created, the parent's summary, resuming, pruning, the 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import optuna
+import psutil
 import pytest
 from experiments_helpers import TINY_TASKS, runs, use_store, write_config
-from scaleout_helpers import free_port, metric_steps
+from scaleout_helpers import child_env, free_port, metric_steps
 
 from experiments.commands import main
 
@@ -141,6 +144,183 @@ def test_a_study_on_two_workers_is_a_parent_run_with_one_nested_run_per_trial(
     assert [r for r in runs(store) if r.data.tags.get("tune") == "parent"][0].info.status == (
         "FINISHED"
     )
+
+
+def test_running_a_finished_study_again_leaves_its_parent_finished(store, tmp_path, capsys):
+    config = _config(tmp_path, trials=1)  # tracking.log_model off: nothing to register
+
+    assert main(["tune", str(config)]) == 0
+    first = capsys.readouterr().out
+    (parent,) = [r for r in runs(store) if r.data.tags.get("tune") == "parent"]
+    assert parent.info.status == "FINISHED"
+
+    assert main(["tune", str(config)]) == 0  # nothing left to do: only reported
+    again = capsys.readouterr().out
+    (parent,) = [r for r in runs(store) if r.data.tags.get("tune") == "parent"]
+    assert parent.info.status == "FINISHED"
+    assert len(runs(store)) == 2  # the parent and its one trial, no new run
+
+    # A parent an older version left RUNNING after its summary is ended on the next look.
+    client = mlflow.MlflowClient(store)
+    client.update_run(parent.info.run_id, "RUNNING")
+    assert main(["tune", str(config)]) == 0
+    assert client.get_run(parent.info.run_id).info.status == "FINISHED"
+
+    # Nothing was registered, and nothing says a model was.
+    assert client.search_registered_models() == []
+    for out in (first, again):
+        assert "models:/" not in out, out
+        assert "champion: none registered under 'tests' (the best trial logged no model)" in out
+
+
+@pytest.mark.parametrize(
+    "stop, status, tag, reason",
+    [
+        (KeyboardInterrupt(), "KILLED", "killed_by", "SIGINT (Ctrl+C)"),
+        (RuntimeError("boom"), "FAILED", "failure_reason", "RuntimeError: boom"),
+    ],
+)
+def test_a_worker_stopped_by_an_interrupt_or_an_error_ends_its_parent_run(
+    store, tmp_path, monkeypatch, stop, status, tag, reason
+):
+    from experiments.training import run as run_module
+
+    config = _config(tmp_path, trials=1)
+    real = run_module.execute
+
+    def stopped(*args, **kwargs):
+        raise stop
+
+    monkeypatch.setattr(run_module, "execute", stopped)
+    with pytest.raises(type(stop)):
+        main(["tune", str(config)])
+    (parent,) = [r for r in runs(store) if r.data.tags.get("tune") == "parent"]
+    assert parent.info.status == status
+    assert parent.data.tags[tag] == reason
+    study = optuna.load_study(
+        study_name="tests-config", storage=f"sqlite:///{tmp_path / 'mlruns' / 'optuna.db'}"
+    )
+    (trial,) = study.get_trials()
+    assert trial.state == optuna.trial.TrialState.FAIL
+    assert trial.user_attrs["failure"].startswith("its worker stopped: ")
+
+    # Run again, the study goes on under the same parent, which ends FINISHED, the old
+    # reason gone.
+    monkeypatch.setattr(run_module, "execute", real)
+    assert main(["tune", str(config), "--trials", "2"]) == 0
+    parent = mlflow.MlflowClient(store).get_run(parent.info.run_id)
+    assert parent.info.status == "FINISHED"
+    assert tag not in parent.data.tags
+
+
+def _training_trials(client, experiment: str = "tests") -> list:
+    """The nested runs still RUNNING that have logged an epoch (their worker is mid-trial)."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    running = client.search_runs(
+        [found.experiment_id], filter_string="attributes.status = 'RUNNING'"
+    )
+    return [
+        r
+        for r in running
+        if r.data.tags.get("mlflow.parentRunId")
+        and client.get_metric_history(r.info.run_id, "loss")
+    ]
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_trial_on_a_journal_study_is_failed_and_run_again(
+    store, tmp_path, capsys
+):
+    # Issue 43's repro, small: two workers on a journal file, one SIGKILLed mid-trial, then
+    # the command again with one worker.
+    config = _config(tmp_path, epochs=3, log_model=True)
+    journal = tmp_path / "study.journal"
+    args = ["tune", str(config), "--storage", f"journal:{journal}", "--study", "jn"]
+    args += ["--trials", "3", "--seed", "1", "--heartbeat", "2", "--pruner", "none"]
+    env = child_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+    log = tmp_path / "first.log"
+    with log.open("w") as sink:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "experiments", *args, "--workers", "2"],
+            cwd=tmp_path,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    client = mlflow.MlflowClient(store)
+    processes = [psutil.Process(first.pid)]
+    try:
+        # Both workers mid-trial (two nested runs training), then the second one is killed.
+        deadline = time.monotonic() + 300
+        while len(_training_trials(client)) < 2:
+            assert first.poll() is None, log.read_text()[-4000:]
+            assert time.monotonic() < deadline, "no two trials training within 300 s"
+            time.sleep(0.2)
+        (helper,) = processes[0].children()
+        processes.append(helper)
+        helper.send_signal(signal.SIGKILL)
+        helper.wait(timeout=30)
+
+        assert first.wait(timeout=600) == 0, log.read_text()[-4000:]
+    finally:
+        for process in processes:
+            if process.is_running():
+                process.kill()
+        psutil.wait_procs(processes, timeout=30)
+    out = log.read_text()
+
+    # Optuna: the killed trial failed and ran again once, with its parameters; all ended.
+    study = optuna.load_study(
+        study_name="jn",
+        storage=optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(journal))
+        ),
+    )
+    trials = {t.number: t for t in study.get_trials()}
+    (killed,) = [n for n, t in trials.items() if t.state == optuna.trial.TrialState.FAIL]
+    (retry,) = [t for t in trials.values() if t.system_attrs.get("failed_trial") == killed]
+    assert retry.params == trials[killed].params
+    assert len(trials) == 4  # the three asked for and the retry
+    assert all(
+        t.state == optuna.trial.TrialState.COMPLETE for n, t in trials.items() if n != killed
+    )
+
+    # MLflow: every run ended; the killed trial's run FAILED with the reason; no step twice.
+    parents = [r for r in runs(store) if r.data.tags.get("tune") == "parent"]
+    assert [p.info.status for p in parents] == ["FINISHED"]
+    children = {
+        int(r.data.tags["tune_trial"]): r
+        for r in runs(store)
+        if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id
+    }
+    assert sorted(children) == sorted(trials)
+    assert children[killed].info.status == "FAILED"
+    assert children[killed].data.tags["failure_reason"] == "worker lost (no heartbeat)"
+    assert children[retry.number].data.tags["tune_retry_of"] == str(killed)
+    for number, child in children.items():
+        steps = metric_steps(client, child.info.run_id)
+        assert all(len(s) == len(set(s)) for s in steps.values()), (number, steps)
+        if number != killed:
+            assert child.info.status == "FINISHED"
+            assert steps["loss"] == [1, 2, 3]
+
+    # The summary registered the best trial's model, and the command said so, from the registry.
+    best = study.best_trial
+    champion = client.get_model_version_by_alias("tests", "champion")
+    assert champion.tags["run_id"] == children[best.number].info.run_id
+    line = f"champion: models:/tests@champion (version {champion.version}, the best trial's model)"
+    assert line in out, out[-4000:]
+    assert f"best trial: {best.number}" in out
+
+    # The command again, one worker: nothing left, nothing new, the parent stays FINISHED.
+    assert main([*args, "--workers", "1"]) == 0
+    again = capsys.readouterr().out
+    assert line in again
+    assert len(runs(store)) == len(children) + 1
+    assert client.get_run(parents[0].info.run_id).info.status == "FINISHED"
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def worker_argv(args) -> list[str]:
 
 
 def handle(args) -> int:
-    from experiments.tracking import registry, store
+    from experiments.tracking import store
     from experiments.training import study_storage, tune
 
     path = ready_configs.resolve(args.config)
@@ -114,10 +114,32 @@ def handle(args) -> int:
         for t in study.get_trials(deepcopy=False)
         if t.value is not None and t.state.name == "COMPLETE"
     ]
-    if done:
-        best = study.best_trial
+    best = study.best_trial if done else None
+    if best is not None:
         print(f"best trial: {best.number}  {plan.metric}={best.value:.4g}  {best.params}")
-        print(f"champion: models:/{plan.register_as}@{registry.CHAMPION}")
+    print(_champion_line(plan.register_as, outcome, best))
     print(f"tracking store: {store.tracking_uri()}")
     print("review it with: make ui   (or: python -m experiments ui)")
     return 0
+
+
+def _champion_line(name: str, outcome, best) -> str:
+    """What the registry holds under `champion` (read back from it, never assumed)."""
+    from experiments.tracking import registry
+
+    version = outcome.champion
+    if version is None:
+        if not outcome.summarised:
+            why = "the study is not finished: its last worker registers the best model"
+        elif best is None:
+            why = "no trial completed"
+        else:
+            why = "the best trial logged no model"
+        return f"champion: none registered under {name!r} ({why})"
+    run_id = version.tags.get("run_id", version.run_id)
+    whose = (
+        "the best trial's model"
+        if best is not None and run_id == best.user_attrs.get("mlflow_run_id")
+        else f"run {run_id}"
+    )
+    return f"champion: models:/{name}@{registry.CHAMPION} (version {version.version}, {whose})"

@@ -21,7 +21,7 @@ def register(client, run_id: str, name: str, alias: str = CHAMPION):
     model_uri = tags.get("model_uri", tags.get("text_model_uri"))
     if model_uri is None:
         return None
-    current = _aliased(client, name, alias)
+    current = aliased(client, name, alias)
     if current is not None and run_id in (current.run_id, current.tags.get("run_id")):
         return current
     version = add_version(model_uri, name, run_id)
@@ -34,7 +34,8 @@ def add_version(model_uri: str, name: str, run_id: str) -> str:
     return mlflow.register_model(model_uri, name, tags={"run_id": run_id}).version
 
 
-def _aliased(client, name: str, alias: str):
+def aliased(client, name: str, alias: str = CHAMPION):
+    """The version of `name` that `alias` points at in the registry; None when none does."""
     try:
         return client.get_model_version_by_alias(name, alias)
     except mlflow.exceptions.MlflowException:  # no such model, or no such alias yet

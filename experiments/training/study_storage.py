@@ -8,8 +8,9 @@ pointing at one RDB server (PostgreSQL) and one MLflow server.
 
 `lock(url, study)` is held while a worker creates the study or the parent run, asks for the
 next trial, or writes the summary: an advisory lock of the PostgreSQL server (released by
-the server when a worker dies), a file lock beside a SQLite or journal file. Only RDB
-storages keep heartbeats, so only there is a killed worker's trial failed and retried.
+the server when a worker dies), a file lock beside a SQLite or journal file. Every storage
+keeps its running trials' heartbeats (RDB storages in a table of their own, the journal in
+the journal: `journal_heartbeat`), so a killed worker's trial is failed and retried on each.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from sqlalchemy.engine import make_url
 
 from experiments.errors import ConfigError, TrackingUnavailable
 from experiments.tracking import store
+from experiments.training import tune_settings
+from experiments.training.journal_heartbeat import HeartbeatJournalStorage
 
 DEFAULT_FILE = "optuna.db"
 JOURNAL = "journal:"
@@ -145,24 +148,24 @@ def lock(url: str, study_name: str):
 def open_storage(url: str, *, heartbeat: int, on_stale=None):
     """The Optuna storage at `url` (tables created when new; call it under `lock`).
 
-    RDB storages record each running trial's heartbeat every `heartbeat` seconds; a trial
-    silent for three beats is failed by the next worker that looks, and `on_stale` called.
+    Each running trial's heartbeat is recorded every `heartbeat` seconds; a trial silent for
+    `tune_settings.SILENT_BEATS` beats is failed by the next worker that looks, and `on_stale`
+    called.
     """
+    beats = {
+        "heartbeat_interval": heartbeat,
+        "grace_period": tune_settings.grace_seconds(heartbeat),
+        "heartbeat_stale_trial_callback": on_stale,
+    }
     try:
         if url.startswith(JOURNAL):
             path = _journal_path(url)
             path.parent.mkdir(parents=True, exist_ok=True)
             backend = optuna.storages.journal.JournalFileBackend(str(path))
-            return optuna.storages.JournalStorage(backend)
+            return HeartbeatJournalStorage(backend, **beats)
         sqlite = _sqlite_path(url)
         if sqlite is not None:
             sqlite.parent.mkdir(parents=True, exist_ok=True)
-        return optuna.storages.RDBStorage(
-            url,
-            engine_kwargs=_engine_kwargs(url),
-            heartbeat_interval=heartbeat,
-            grace_period=3 * heartbeat,
-            heartbeat_stale_trial_callback=on_stale,
-        )
+        return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url), **beats)
     except (sqlalchemy.exc.SQLAlchemyError, OSError) as err:
         raise unreachable(url, err) from None

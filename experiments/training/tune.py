@@ -8,9 +8,14 @@ of the study, so every worker, on this machine or another, nests its trials unde
 works: again and again, under the lock, it fails trials whose worker went silent, and asks
 the study for the next trial while fewer than `trials` have been asked for (a retried trial
 takes its dead original's place); it trains that trial outside the lock. A worker with
-nothing left to ask waits for other workers' running trials, then the last one writes the
-summary (`tune_summary`). `--workers K` starts K-1 more processes of the same command.
-Running the command again resumes the study.
+nothing left to ask waits for other workers' running trials (failing the silent ones and
+running their retries), then the last one writes the summary (`tune_summary`), which ends
+the parent run FINISHED. `--workers K` starts K-1 more processes of the same command.
+
+Running the command again resumes the study; a study with nothing left (every trial asked
+for has ended and is summarised) is only reported, its parent run left as it was. A worker
+stopped by an error or an interrupt ends the parent run FAILED or KILLED, with the reason
+in a tag, unless another worker still has a trial running (that worker ends it).
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ import yaml
 from optuna.trial import TrialState
 
 from experiments import config as config_lib
-from experiments.errors import ConfigError
-from experiments.tracking import store
+from experiments.errors import ConfigError, Terminated
+from experiments.tracking import registry, store
 from experiments.tracking.tracker import Tracker
 from experiments.training import run, search_space, study_storage, tune_settings, tune_summary
 from experiments.training import tune_trial as trials_lib
@@ -37,6 +42,7 @@ from experiments.training import tune_trial as trials_lib
 PARENT_ATTR = "mlflow_parent_run_id"
 SUMMARISED_ATTR = "summarised_trials"
 POLL_SECONDS = 1.0
+ENDING_TAGS = ("killed_by", "failure_reason")  # why a stopped worker ended the parent
 
 
 @dataclass
@@ -125,7 +131,8 @@ class Outcome:
 
     parent_run_id: str
     study: optuna.Study
-    version: object = None
+    summarised: bool  # the summary of every trial the study has is written
+    champion: object = None  # the registry's version under `champion`, None when there is none
 
 
 def run_study(p: Plan) -> Outcome:
@@ -147,18 +154,21 @@ def _run_study(p: Plan) -> Outcome:
         study = _load_study(p, storage)
         experiment_id = store.experiment_id(client, p.experiment)
         parent = _parent_run(p, study, client, experiment_id)
-    stale.client, stale.experiment_id = client, experiment_id
-    helpers = [_start_worker(p) for _ in range(p.workers - 1)]
+    stale.connect(client, experiment_id, parent)
+    helpers = []
     try:
+        helpers = [_start_worker(p) for _ in range(p.workers - 1)]
         _work(p, study, storage, client, parent)
-    except BaseException:
+        failed = [h.wait() for h in helpers]
+        _finish(p, study, client, parent, experiment_id)
+    except BaseException as err:
         _stop(helpers)
+        _leave(p, study, client, parent, err)
         raise
-    failed = [h.wait() for h in helpers]
-    version = _finish(p, study, client, parent, experiment_id)
     if any(failed):
         print(f"tune: {sum(map(bool, failed))} worker process(es) failed", file=sys.stderr)
-    return Outcome(parent, study, version)
+    summarised = study.user_attrs.get(SUMMARISED_ATTR) == len(study.get_trials(deepcopy=False))
+    return Outcome(parent, study, summarised, registry.aliased(client, p.register_as))
 
 
 def _load_study(p: Plan, storage) -> optuna.Study:
@@ -184,13 +194,19 @@ def _parent_run(p: Plan, study, client, experiment_id: str) -> str:
     known = study.user_attrs.get(PARENT_ATTR)
     if known is not None:
         try:
-            client.get_run(known)
+            found = client.get_run(known)
         except Exception:  # noqa: BLE001 - MlflowException subclasses vary by store
             raise ConfigError(
                 f"study {p.study!r} belongs to MLflow run {known}, which is not in "
                 f"{store.tracking_uri()}: use the same MLFLOW_TRACKING_URI, or a new --study"
             ) from None
-        client.update_run(known, "RUNNING")
+        if not _settled(p, study):  # work left: the parent runs again until the summary
+            for key in ENDING_TAGS:
+                if key in found.data.tags:
+                    client.delete_tag(known, key)
+            client.update_run(known, "RUNNING")
+        elif found.info.status == "RUNNING":  # summarised, but left running (older versions)
+            client.set_terminated(known, "FINISHED")
         return known
     parent = client.create_run(
         experiment_id,
@@ -216,6 +232,16 @@ def _parent_run(p: Plan, study, client, experiment_id: str) -> str:
     return run_id
 
 
+def _settled(p: Plan, study) -> bool:
+    """Whether the study has nothing left: every trial asked for ended, and summarised."""
+    trials = study.get_trials(deepcopy=False)
+    return (
+        _asked(trials) >= p.trials
+        and not any(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials)
+        and study.user_attrs.get(SUMMARISED_ATTR) == len(trials)
+    )
+
+
 def _asked(trials) -> int:
     """Trials asked for so far, a retried trial and its retry counted once."""
     retries = sum(1 for t in trials if "failed_trial" in t.system_attrs)
@@ -223,20 +249,28 @@ def _asked(trials) -> int:
 
 
 def _work(p: Plan, study, storage, client, parent: str) -> None:
+    told: set[int] = set()  # the other workers' trials this worker said it waits for
     while True:
         with study_storage.lock(p.storage, p.study):
-            optuna.storages.fail_stale_trials(study)
+            optuna.storages.fail_stale_trials(study)  # silent ones: failed, queued again
             trials = study.get_trials(deepcopy=False)
             waiting = any(t.state == TrialState.WAITING for t in trials)
             trial = None
             if waiting or _asked(trials) < p.trials:
                 trial = study.ask()  # a queued (retried) trial first
                 trials_lib.first_heartbeat(storage, trial)
-            running = any(t.state == TrialState.RUNNING for t in trials)
+            running = {t.number for t in trials if t.state == TrialState.RUNNING}
         if trial is None:
-            if not running or not trials_lib.beats(storage):
-                return  # without heartbeats a dead worker's trial would be waited for forever
-            time.sleep(POLL_SECONDS)  # other workers' trials; one may go silent
+            if not running:
+                return
+            if running - told:
+                trials_lib.say(
+                    f"waiting for trial(s) {', '.join(map(str, sorted(running)))} of other "
+                    f"workers (one silent for {tune_settings.grace_seconds(p.heartbeat)} s is failed "
+                    "and run again)"
+                )
+                told |= running
+            time.sleep(POLL_SECONDS)
             continue
         with trials_lib.heartbeat(storage, trial):
             trials_lib.run_trial(
@@ -250,19 +284,38 @@ def _work(p: Plan, study, storage, client, parent: str) -> None:
             )
 
 
-def _finish(p: Plan, study, client, parent: str, experiment_id: str):
+def _finish(p: Plan, study, client, parent: str, experiment_id: str) -> None:
     """The summary, once per number of trials, by whichever worker gets here first."""
     with study_storage.lock(p.storage, p.study):
         trials = study.get_trials(deepcopy=False)
         if any(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials):
-            return None  # another worker's trial: that worker summarises
+            return  # another worker's trial: that worker summarises
         if study.user_attrs.get(SUMMARISED_ATTR) == len(trials):
-            return None
-        version = tune_summary.summarise(
-            study, client, parent, experiment_id, p.metric, p.register_as
-        )
+            return  # summarised by another worker, which ended the parent
+        tune_summary.summarise(study, client, parent, experiment_id, p.metric, p.register_as)
         study.set_user_attr(SUMMARISED_ATTR, len(trials))
-        return version
+
+
+def _leave(p: Plan, study, client, parent: str, err: BaseException) -> None:
+    """End the parent run of a worker stopped by `err` (KILLED on an interrupt, FAILED
+    otherwise, the reason in a tag), unless another worker's trial still runs; never raises
+    (the caller re-raises `err`)."""
+    try:
+        with study_storage.lock(p.storage, p.study):
+            optuna.storages.fail_stale_trials(study)
+            trials = study.get_trials(deepcopy=False)
+            if any(t.state == TrialState.RUNNING for t in trials):
+                return  # a live worker's trial: that worker ends the parent
+            if isinstance(err, KeyboardInterrupt):
+                how = "SIGTERM" if isinstance(err, Terminated) else "SIGINT (Ctrl+C)"
+                status, tags = "KILLED", {"killed_by": how}
+            else:
+                reason = f"{type(err).__name__}: {err}".strip()
+                status, tags = "FAILED", {"failure_reason": reason}
+            Tracker(client, parent).set_tags(tags)
+            client.set_terminated(parent, status)
+    except Exception as failure:  # noqa: BLE001 - the original error is what matters
+        print(f"tune: could not end the parent run {parent}: {failure!r}", file=sys.stderr)
 
 
 def _start_worker(p: Plan) -> subprocess.Popen:

@@ -31,9 +31,15 @@ from experiments.errors import ConfigError, invalid_config
 SECTION = "tune"
 DEFAULT_TRIALS = 10
 DEFAULT_HEARTBEAT_SECONDS = 30
+SILENT_BEATS = 3  # a running trial this many heartbeats silent is failed (its worker is lost)
 MAX_RETRIES = 1  # a trial whose worker died is run again once
 # A metric is minimised when its name has one of these, maximised otherwise.
 LOWER_IS_BETTER = ("loss", "perplexity", "bits_per_char", "entropy", "seconds", "error")
+
+
+def grace_seconds(heartbeat: int) -> int:
+    """How long a running trial may be silent before it is failed."""
+    return SILENT_BEATS * heartbeat
 
 
 def make_sampler(name: str, grid: dict | None = None, seed: int | None = None):

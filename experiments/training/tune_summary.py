@@ -4,8 +4,10 @@ On the parent run: the best value (`best_value` and `best_<metric>`, at the step
 number of trials) and the trial counts as metrics; the best trial's number, run and
 parameters as tags (`best.<key>`) and `best_params.json`; Optuna's optimisation history and
 parameter importances as figures; `trials.json`/`trials.csv`, one row a trial (number,
-state, value, parameters, epoch pruned at, retry of, seconds, run id). The best trial's
-model is registered (`registry.register`) with the alias `champion`.
+state, value, parameters, epoch pruned at, retry of, why it failed, seconds, run id). The
+best trial's model is registered (`registry.register`) with the alias `champion`. Metrics
+are logged once a step, so a summary written again (its worker died before marking it
+written) adds none twice.
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ def summarise(study, client, parent_run_id: str, experiment_id: str, metric: str
         f"trials_{state.name.lower()}": sum(t.state == state for t in trials)
         for state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
     }
-    tracker.log_metrics(counts, len(trials))
+    tracker.log_metrics_once(counts, len(trials))  # once, even if a summary is written again
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     if not done:
         client.set_terminated(parent_run_id, "FINISHED")
         return None
     best = study.best_trial
     best_run = runs.get(best.number)
-    tracker.log_metrics({"best_value": best.value, f"best_{metric}": best.value}, len(trials))
+    tracker.log_metrics_once({"best_value": best.value, f"best_{metric}": best.value}, len(trials))
     tracker.set_tags(
         {
             "best_trial": best.number,
@@ -89,6 +91,7 @@ def _row(trial, found) -> dict:
         "pruned": tags.get(PRUNED_TAG, "false") == "true",
         "pruned_at_epoch": tags.get("pruned_at_epoch"),
         "retry_of": tags.get(RETRY_TAG),
+        "failure": trial.user_attrs.get("failure", tags.get("failure_reason")),
         "seconds": seconds,
         "run_id": found.info.run_id if found is not None else None,
     }
