@@ -9,9 +9,8 @@ import subprocess
 import sys
 import time
 
-import mlflow
 import pytest
-from experiments_helpers import migrated_store
+from experiments_helpers import store_with_run
 from scaleout_helpers import child_env
 
 from experiments.commands import main
@@ -22,12 +21,7 @@ from experiments.tracking import spool as spool_lib
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     """A local store with one run, and the runner pointed at it."""
-    uri = migrated_store(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    client = mlflow.MlflowClient(uri)
-    experiment = client.create_experiment("spool", artifact_location=(tmp_path / "art").as_uri())
-    run = client.create_run(experiment)
-    return client, run.info.run_id, tmp_path
+    return *store_with_run(tmp_path, monkeypatch, "spool"), tmp_path
 
 
 def _spool(folder, run_id):
