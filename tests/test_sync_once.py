@@ -23,7 +23,7 @@ import mlflow
 import numpy as np
 import pytest
 from experiments_helpers import store_with_run
-from scaleout_helpers import MlflowServer, child_env, metric_steps
+from scaleout_helpers import Down, MlflowServer, child_env, metric_steps
 
 from experiments.commands import main
 from experiments.tracking import resilient, run_folder
@@ -34,16 +34,6 @@ KEY, STEPS = "attention_probe_0", (1, 2, 3)
 TABLE = "samples/final.json"
 TESTS = Path(__file__).resolve().parent
 ROWS = [{"source": "a b", "generated": "b a"}]
-
-
-class Down:
-    """A tracking server that never answers: every logging call is spooled."""
-
-    def __getattr__(self, name):
-        def call(*args, **kwargs):
-            raise ConnectionError("server down")
-
-        return call
 
 
 def _outage_spool(folder: Path, run_id: str) -> spool_lib.Spool:

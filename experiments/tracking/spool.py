@@ -19,7 +19,8 @@ Layout under `<checkpoint folder>/spool/`:
   that is not a usable record (damaged, malformed, or naming a file that is
   not in `files/`), with its line number and why. Such lines are never
   uploaded and never deleted silently: the spool is kept until the user
-  runs `sync --skip-bad`, which moves this file beside the spool first.
+  runs `sync --skip-bad`, which first moves this file, and every file of
+  `files/` that no usable record names, into a folder beside the spool.
 
 Appending is O(1): the next `seq` and the file counter are kept in memory
 (read from the folder once), and the journal stays open. Durability: each
@@ -143,11 +144,9 @@ class Spool:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, final)
-        folder = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)  # the rename too: a record never names a file lost to a crash
-        finally:
-            os.close(folder)
+        journal_lib.fsync_dir(
+            final.parent
+        )  # the rename too: a record never names a file lost to a crash
         return final.name
 
     def sync(self) -> None:
@@ -214,6 +213,20 @@ class Spool:
         os.replace(tmp, self.quarantine_file)
         return self.quarantine_file
 
+    def _keep(self, reading: journal_lib.Reading, folder: Path) -> None:
+        """Move the unusable lines and the files no usable record names into `folder`."""
+        folder.mkdir(parents=True, exist_ok=True)
+        os.replace(self.quarantine(reading.bad), folder / QUARANTINE)
+        named = {r["file"] for r in reading.records if "file" in r}
+        files = self.folder / "files"
+        for path in sorted(files.iterdir()) if files.is_dir() else ():
+            if path.name not in named and not path.name.startswith("."):  # .tmp-: never whole
+                (folder / "files").mkdir(exist_ok=True)
+                os.replace(path, folder / "files" / path.name)
+        for kept in (folder / "files", folder, folder.parent):
+            if kept.is_dir():
+                journal_lib.fsync_dir(kept)  # on disk before the spool is removed
+
     def spooled_steps(self, key: str) -> set[int]:
         """Steps of metric `key` waiting in the spool."""
         return {
@@ -228,8 +241,10 @@ class Spool:
         """Remove the spool once every usable record in it is uploaded.
 
         Refused (`CorruptData`) while it holds records not uploaded, or
-        unusable lines, unless `keep_bad` says where to move those lines
-        first (the `quarantine` file): nothing not uploaded is deleted.
+        unusable lines, unless `keep_bad` names a folder to move those lines
+        into first (`quarantine.jsonl`), with every spooled file no usable
+        record names (`files/`: a damaged record's file among them): nothing
+        not uploaded is deleted.
         """
         with self._lock:
             self.close()
@@ -245,7 +260,7 @@ class Spool:
                     raise CorruptData(
                         f"spool {self.folder}: {len(reading.bad)} unusable record(s) kept"
                     )
-                os.replace(self.quarantine(reading.bad), keep_bad)
+                self._keep(reading, Path(keep_bad))
             trash = self.folder.with_name(self.folder.name + ".synced")
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(self.folder, trash)
