@@ -128,6 +128,20 @@ def use_store(folder: Path, monkeypatch) -> str:
     return uri
 
 
+def store_with_run(folder: Path, monkeypatch, experiment: str = "tests"):
+    """A fresh store in `folder` (`migrated_store`) holding one run of `experiment` (artifacts
+    under `folder/art`), the runner pointed at it by MLFLOW_TRACKING_URI: (client, run id)."""
+    import mlflow
+
+    uri = migrated_store(folder)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    client = mlflow.MlflowClient(uri)
+    experiment_id = client.create_experiment(
+        experiment, artifact_location=(Path(folder) / "art").as_uri()
+    )
+    return client, client.create_run(experiment_id).info.run_id
+
+
 def _template_db() -> Path:
     if not _TEMPLATE:
         import mlflow

@@ -143,6 +143,16 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+class Down:
+    """A tracking server that never answers: each call fails as an unreachable one does."""
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            raise ConnectionError("server down")
+
+        return call
+
+
 def metric_steps(client, run_id: str, *, system: bool = False) -> dict[str, list[int]]:
     """The run's metrics with the sorted steps of their history.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import mlflow
@@ -12,6 +13,7 @@ from scaleout_helpers import lock_held
 from experiments import config as config_lib
 from experiments import errors
 from experiments.commands import main
+from experiments.tracking import run_folder
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import CONFIG_ARTIFACT
 
@@ -23,7 +25,10 @@ def store(tmp_path, monkeypatch):
     return client, experiment, tmp_path
 
 
-def _spool_with_loss(folder, steps) -> spool_lib.Spool:
+def _spool_with_loss(folder, steps, owner: str | None = None) -> spool_lib.Spool:
+    """A spool of `loss` at `steps` in `folder`, marked as run `owner`'s when one is given."""
+    if owner is not None:
+        run_folder.claim(folder, owner)
     spool = spool_lib.Spool(folder / spool_lib.SPOOL_DIR)
     for step in steps:
         spool.append({"op": "metrics", "metrics": [["loss", 1.0 / step, 0, step]]})
@@ -36,17 +41,16 @@ def test_sync_refuses_another_runs_checkpoint_folder(store, capsys):
     run_a = client.create_run(experiment).info.run_id
     run_b = client.create_run(experiment).info.run_id
     folder_a = tmp_path / "ck" / run_a
-    _spool_with_loss(folder_a, [1, 2])
+    _spool_with_loss(folder_a, [1, 2], run_a)
     before = snapshot(folder_a)
     assert main(["sync", run_b, "--checkpoint-dir", str(folder_a)]) == errors.EXIT_RUN_FAILED
     err = capsys.readouterr().err
-    assert f"not a checkpoint folder of run {run_b}" in err
+    assert f"holds the checkpoints and spool of run {run_a}, not of run {run_b}" in err
     assert client.get_metric_history(run_b, "loss") == []  # nothing of A merged into B
     assert snapshot(folder_a) == before  # and A's spool is untouched
     # A folder the runner marked for run A, whatever its name, is refused for B too.
     renamed = tmp_path / "ck" / "renamed"
     folder_a.rename(renamed)
-    (renamed / "run.json").write_text(f'{{"run_id": "{run_a}"}}')
     assert main(["sync", run_b, "--checkpoint-dir", str(renamed)]) == errors.EXIT_RUN_FAILED
     assert f"holds the checkpoints and spool of run {run_a}" in capsys.readouterr().err
     assert main(["sync", run_a, "--checkpoint-dir", str(renamed)]) == 0
@@ -61,11 +65,12 @@ def test_a_checkpoint_dir_tag_naming_a_foreign_folder_is_refused(store, capsys):
     (victim / "epoch-0001").mkdir()
     before = snapshot(victim)
     client.set_tag(run_id, "checkpoint_dir", str(victim))
-    assert main(["sync", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_id]) == errors.EXIT_CONFIG  # it has no run.json naming the run
     assert "checkpoint_dir tag" in capsys.readouterr().err
     client.log_text(run_id, config_lib.to_yaml(_tiny_config()), CONFIG_ARTIFACT)
-    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["resume", run_id]) == errors.EXIT_CONFIG
     assert "checkpoint_dir tag" in capsys.readouterr().err
+    assert "run.json" in client.get_run(run_id).data.tags["failure_reason"]
     assert snapshot(victim) == before  # neither uploaded, overwrote nor deleted anything
     assert client.get_metric_history(run_id, "loss") == []
     client.set_tag(run_id, "checkpoint_dir", "relative/" + run_id)
@@ -76,8 +81,8 @@ def test_a_checkpoint_dir_tag_naming_a_foreign_folder_is_refused(store, capsys):
 def test_sync_refuses_a_checkpoint_dir_that_is_a_symlink_to_a_foreign_folder(store, capsys):
     client, experiment, tmp_path = store
     run_id = client.create_run(experiment).info.run_id
-    foreign = tmp_path / "elsewhere" / run_id  # another project's folder, same name
-    _spool_with_loss(foreign, [1])
+    foreign = tmp_path / "elsewhere" / run_id  # the run's folder, reached through a link
+    _spool_with_loss(foreign, [1], run_id)
     before = snapshot(foreign)
     link = tmp_path / "ck" / run_id
     link.parent.mkdir()
@@ -103,7 +108,8 @@ def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
     client, experiment, tmp_path = store
     run_id = client.create_run(experiment).info.run_id
     folder = tmp_path / "ck" / run_id
-    (folder / "epoch-0000").mkdir(parents=True)  # a checkpoint whose state.json was lost
+    run_folder.claim(folder, run_id)
+    (folder / "epoch-0000").mkdir()  # a checkpoint whose state.json was lost
     client.set_tag(run_id, "checkpoint_dir", str(folder))
     client.log_text(run_id, config_lib.to_yaml(_tiny_config()), CONFIG_ARTIFACT)
     client.set_terminated(run_id, "KILLED")
@@ -120,7 +126,7 @@ def test_sync_refuses_while_a_live_process_owns_the_run(store, capsys):
     client, experiment, tmp_path = store
     run_id = client.create_run(experiment).info.run_id
     folder = tmp_path / "ck" / run_id
-    _spool_with_loss(folder, [1])
+    _spool_with_loss(folder, [1], run_id)
     with lock_held(folder, run_id) as holder:
         assert main(["sync", run_id, "--checkpoint-dir", str(folder)]) == errors.EXIT_LOCKED
         err = capsys.readouterr().err
@@ -130,3 +136,41 @@ def test_sync_refuses_while_a_live_process_owns_the_run(store, capsys):
     while main(["sync", run_id, "--checkpoint-dir", str(folder)]) != 0:  # the lock died with it
         assert time.monotonic() < deadline
     assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1]
+
+
+def test_sync_refuses_a_folder_named_after_the_run_without_its_marker(store, capsys):
+    # Issue 43, item 4: run C's spool in a folder named after run E, with no run.json, went
+    # into run E (its records, and files over E's own artifacts of the same name).
+    client, experiment, tmp_path = store
+    run_c = client.create_run(experiment).info.run_id
+    run_e = client.create_run(experiment).info.run_id
+    spool_c = _spool_with_loss(tmp_path / "ck" / run_c, [1, 2, 3], run_c)
+    folder_e = tmp_path / "ck" / run_e
+    shutil.copytree(spool_c.folder, folder_e / spool_lib.SPOOL_DIR)  # no run.json beside it
+    before = snapshot(folder_e)
+    assert main(["sync", run_e, "--checkpoint-dir", str(folder_e)]) == errors.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"--checkpoint-dir: {folder_e} has no run.json naming run {run_e}" in err
+    assert f'{{"run_id": "{run_e}"}}' in err  # how to mark it, if it really is run E's
+    client.set_tag(run_e, "checkpoint_dir", str(folder_e))
+    assert main(["sync", run_e]) == errors.EXIT_CONFIG  # the same from the run's own tag
+    assert f"checkpoint_dir tag: {folder_e} has no run.json" in capsys.readouterr().err
+    assert client.get_metric_history(run_e, "loss") == []  # nothing of C went into E
+    assert snapshot(folder_e) == before  # and the spool was neither uploaded nor deleted
+
+
+def test_sync_of_a_checkpoint_dir_that_is_not_there_or_holds_no_spool_exits_2(store, capsys):
+    # Issue 43, item 4: a mistyped path printed "uploaded 0 spooled record(s); spool empty", 0.
+    client, experiment, tmp_path = store
+    run_id = client.create_run(experiment).info.run_id
+    assert main(["sync", run_id, "--checkpoint-dir", "no/such/folder"]) == errors.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "--checkpoint-dir: 'no/such/folder'" in err and "does not exist" in err
+    assert str(tmp_path / "no" / "such" / "folder") in err  # where it was looked for
+    folder = tmp_path / "ck" / run_id
+    run_folder.claim(folder, run_id)  # the run's own folder, with nothing spooled in it
+    assert main(["sync", run_id, "--checkpoint-dir", str(folder)]) == errors.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{folder / spool_lib.SPOOL_DIR / 'journal.jsonl'} does not exist" in err
+    assert "nothing of run" in err
+    assert not (folder / spool_lib.SPOOL_DIR).exists()

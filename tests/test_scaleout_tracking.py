@@ -128,7 +128,9 @@ def test_outage_spools_then_sync_uploads_exactly_once(remote, tmp_path, monkeypa
     assert (run_dir / "spool" / "journal.jsonl").is_file()
 
     assert main(["sync", run_id]) == 0
-    assert main(["sync", run_id]) == 0  # idempotent: nothing uploaded twice
+    capsys.readouterr()
+    assert main(["sync", run_id]) == errors.EXIT_CONFIG  # nothing left: said, not "uploaded 0"
+    assert "nothing of run" in capsys.readouterr().err
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"
     steps = metric_steps(client, run_id)

@@ -9,28 +9,24 @@ import subprocess
 import sys
 import time
 
-import mlflow
 import pytest
-from experiments_helpers import migrated_store
-from scaleout_helpers import child_env
+from experiments_helpers import store_with_run
+from scaleout_helpers import Down, child_env
 
 from experiments.commands import main
-from experiments.tracking import resilient
+from experiments.tracking import resilient, run_folder
 from experiments.tracking import spool as spool_lib
 
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     """A local store with one run, and the runner pointed at it."""
-    uri = migrated_store(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    client = mlflow.MlflowClient(uri)
-    experiment = client.create_experiment("spool", artifact_location=(tmp_path / "art").as_uri())
-    run = client.create_run(experiment)
-    return client, run.info.run_id, tmp_path
+    return *store_with_run(tmp_path, monkeypatch, "spool"), tmp_path
 
 
 def _spool(folder, run_id):
+    """The spool in run `run_id`'s checkpoint folder (marked as the runner marks it)."""
+    run_folder.claim(folder / "ck" / run_id, run_id)
     return spool_lib.Spool(folder / "ck" / run_id / spool_lib.SPOOL_DIR)
 
 
@@ -182,8 +178,42 @@ def test_unreadable_records_are_kept_reported_and_skipped_only_when_asked(store,
     out = capsys.readouterr().out
     assert "skipped 2 unreadable record(s)" in out
     assert not spool.folder.exists()
-    (skipped,) = spool.folder.parent.glob("spool-skipped-*.jsonl")
-    assert [json.loads(line)["line"] for line in skipped.read_text().splitlines()] == [2, 3]
+    (skipped,) = spool.folder.parent.glob("spool-skipped-*")
+    lines = (skipped / spool_lib.QUARANTINE).read_text().splitlines()
+    assert [json.loads(line)["line"] for line in lines] == [2, 3]
+
+
+def test_skip_bad_keeps_the_files_of_the_records_it_drops(store, capsys):
+    # Issue 43, item 6: a damaged record's file, intact in files/, was deleted with the spool.
+    client, run_id, folder = store
+    spool = _spool(folder, run_id)
+    tracker = resilient.ResilientTracker(
+        Down(), run_id, spool.folder.parent, resilient.Link(attempts=1)
+    )
+    tracker.log_text("uploaded", "notes/a.txt")
+    tracker.log_text("only copy", "notes/b.txt")
+    tracker.log_metrics({"loss": 1.0}, 1)
+    tracker.close()
+    lines = spool.journal.read_bytes().split(b"\n")
+    assert lines[1].endswith(b'"path": "notes/b.txt"}')
+    damaged = bytearray(lines[1])
+    damaged[-4] ^= 0x01  # in the artifact path, not in the file name
+    lines[1] = bytes(damaged)
+    spool.journal.write_bytes(b"\n".join(lines))
+    (kept_name,) = (p.name for p in (spool.folder / "files").iterdir() if "b.txt" in p.name)
+    ck = str(spool.folder.parent)
+
+    assert main(["sync", run_id, "--checkpoint-dir", ck, "--skip-bad"]) == 0
+    (skipped,) = spool.folder.parent.glob("spool-skipped-*")
+    assert (skipped / "files" / kept_name).read_text() == "only copy"  # kept, whole
+    out = capsys.readouterr().out
+    assert f"skipped 1 unreadable record(s), kept with their files in {skipped}" in out
+    assert not spool.folder.exists()
+    assert [p.name for p in (skipped / "files").iterdir()] == [kept_name]  # not what went up
+    (bad,) = [json.loads(line) for line in (skipped / spool_lib.QUARANTINE).open()]
+    assert bad["line"] == 2 and kept_name in bad["raw"]  # the list names the file
+    assert [a.path for a in client.list_artifacts(run_id, "notes")] == ["notes/a.txt"]
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1]
 
 
 def test_a_record_naming_a_file_outside_the_spool_is_never_uploaded(store, tmp_path, capsys):

@@ -219,6 +219,15 @@ class Journal:
         return JournalWriteError(f"{self.path}: {what}", self.path)
 
 
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder, so the names just created or moved into it survive a power loss."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     """`os.write` until every byte is written (a short write is continued, never ignored)."""
     view = memoryview(data)

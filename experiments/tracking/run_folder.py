@@ -2,13 +2,14 @@
 
 The runner writes `run.json` (`{"run_id": ...}`) into the folder when the
 run starts, beside the checkpoints (`epoch-NNNN/`, `state.json`), the spool
-(`spool/`) and the lock (`run.lock`). `verify` accepts a folder for a run
-only when its `run.json` names that run, or, for folders written before
-`run.json` existed, when the folder is named after the run (as the runner
-names them). So `sync`/`resume` never read, upload, overwrite or delete
-another run's files, or a folder that is not a checkpoint folder at all,
-whether the path came from the command line or from the run's
-`checkpoint_dir` tag.
+(`spool/`) and the lock (`run.lock`). `verify` accepts an existing folder
+for a run only when its `run.json` names that run: a folder without one
+(written before `run.json` existed, or any folder at all, whatever its
+name) is refused as input (exit 2), with the one line that marks it for the
+user who knows it is that run's. So `sync`/`resume` never read, upload,
+overwrite or delete another run's files, or a folder that is not a
+checkpoint folder at all, whether the path came from the command line or
+from the run's `checkpoint_dir` tag.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from experiments.errors import CorruptData
+from experiments.errors import ConfigError, CorruptData
 
 MARKER = "run.json"
 
@@ -56,10 +57,12 @@ def verify(folder: Path, run_id: str, source: str = "--checkpoint-dir") -> Path:
             f"{source}: {folder} holds the checkpoints and spool of run {found}, not of run "
             f"{run_id}; pass run {run_id}'s own folder"
         )
-    if found is None and folder.name != run_id:
-        raise CorruptData(
-            f"{source}: {folder} is not a checkpoint folder of run {run_id} (it has no "
-            f"{MARKER} naming the run, and it is not named after it)"
+    if found is None:
+        raise ConfigError(
+            f"{source}: {folder} has no {MARKER} naming run {run_id}, so nothing shows that "
+            "the spool and checkpoints in it are that run's; it is refused. If it is run "
+            f"{run_id}'s folder (written before {MARKER} existed), mark it first: "
+            f'echo \'{{"run_id": "{run_id}"}}\' > {folder / MARKER}'
         )
     return folder
 

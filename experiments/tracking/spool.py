@@ -19,7 +19,8 @@ Layout under `<checkpoint folder>/spool/`:
   that is not a usable record (damaged, malformed, or naming a file that is
   not in `files/`), with its line number and why. Such lines are never
   uploaded and never deleted silently: the spool is kept until the user
-  runs `sync --skip-bad`, which moves this file beside the spool first.
+  runs `sync --skip-bad`, which first moves this file, and every file of
+  `files/` that no usable record names, into a folder beside the spool.
 
 Appending is O(1): the next `seq` and the file counter are kept in memory
 (read from the folder once), and the journal stays open. Durability: each
@@ -27,15 +28,14 @@ record is written to the operating system before `append` returns, so it
 survives the process being killed (`kill -9`) at any later moment, and
 fsync'ed at most `FSYNC_SECONDS` later (an fsync per record costs ~1 ms on
 an ordinary disk: 10,000 records would take seconds), so a power loss costs
-at most that last half second. `done.jsonl` is written the same way; losing
-its tail only means `replay` checks those records again (metrics against
-the run's history, artifacts and tags overwritten in place), never an
-upload twice.
+at most that last half second. `done.jsonl` is written the same way.
 
 `replay` uploads the usable records in order and records each finished one
-in `done.jsonl`, so running it twice, or after a crash in the middle,
-uploads nothing twice; metrics are also checked against the run's history
-on the server before they are logged. Nothing here unpickles anything:
+in `done.jsonl`. A record uploaded but not yet marked (a crash between the
+two, or a lost tail of `done.jsonl`) is uploaded again without doubling
+anything: metrics are checked against the run's history, params against its
+params, artifacts and tags are overwritten in place, and stepped images and
+tables are checked against what the run holds (`spool_uploads`). Nothing here unpickles anything:
 records are JSON, tables are JSON, figures PNG, models `.keras` loaded with
 `safe_mode=True`.
 """
@@ -45,17 +45,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
 from experiments.errors import CorruptData, StorageError
 from experiments.tracking import journal as journal_lib
-from experiments.tracking import spool_records
+from experiments.tracking import spool_records, spool_uploads
 
 SPOOL_DIR = "spool"
 QUARANTINE = "quarantine.jsonl"
@@ -146,11 +144,9 @@ class Spool:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, final)
-        folder = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)  # the rename too: a record never names a file lost to a crash
-        finally:
-            os.close(folder)
+        journal_lib.fsync_dir(
+            final.parent
+        )  # the rename too: a record never names a file lost to a crash
         return final.name
 
     def sync(self) -> None:
@@ -217,6 +213,20 @@ class Spool:
         os.replace(tmp, self.quarantine_file)
         return self.quarantine_file
 
+    def _keep(self, reading: journal_lib.Reading, folder: Path) -> None:
+        """Move the unusable lines and the files no usable record names into `folder`."""
+        folder.mkdir(parents=True, exist_ok=True)
+        os.replace(self.quarantine(reading.bad), folder / QUARANTINE)
+        named = {r["file"] for r in reading.records if "file" in r}
+        files = self.folder / "files"
+        for path in sorted(files.iterdir()) if files.is_dir() else ():
+            if path.name not in named and not path.name.startswith("."):  # .tmp-: never whole
+                (folder / "files").mkdir(exist_ok=True)
+                os.replace(path, folder / "files" / path.name)
+        for kept in (folder / "files", folder, folder.parent):
+            if kept.is_dir():
+                journal_lib.fsync_dir(kept)  # on disk before the spool is removed
+
     def spooled_steps(self, key: str) -> set[int]:
         """Steps of metric `key` waiting in the spool."""
         return {
@@ -231,8 +241,10 @@ class Spool:
         """Remove the spool once every usable record in it is uploaded.
 
         Refused (`CorruptData`) while it holds records not uploaded, or
-        unusable lines, unless `keep_bad` says where to move those lines
-        first (the `quarantine` file): nothing not uploaded is deleted.
+        unusable lines, unless `keep_bad` names a folder to move those lines
+        into first (`quarantine.jsonl`), with every spooled file no usable
+        record names (`files/`: a damaged record's file among them): nothing
+        not uploaded is deleted.
         """
         with self._lock:
             self.close()
@@ -248,7 +260,7 @@ class Spool:
                     raise CorruptData(
                         f"spool {self.folder}: {len(reading.bad)} unusable record(s) kept"
                     )
-                os.replace(self.quarantine(reading.bad), keep_bad)
+                self._keep(reading, Path(keep_bad))
             trash = self.folder.with_name(self.folder.name + ".synced")
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(self.folder, trash)
@@ -303,6 +315,7 @@ def dataset_input(record: dict) -> DatasetInput:
 def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
     count = 0
     histories: dict[str, set[int]] = {}
+    images = spool_uploads.Images(client, run_id)
     for record in spool.pending():
         op = record["op"]
         if op == "metrics":
@@ -330,21 +343,12 @@ def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
             if tags:
                 client.log_batch(run_id, tags=tags)
         elif op == "artifact":
-            _upload_file(client, run_id, spool.file(record["file"]), record["path"])
+            spool_uploads.upload_file(client, run_id, spool.file(record["file"]), record["path"])
         elif op == "table":
-            data = json.loads(spool.file(record["file"]).read_text(encoding="utf-8"))
-            frame = pd.DataFrame(data["data"], columns=data["columns"])
-            client.log_table(run_id, frame, record["path"])
+            spool_uploads.log_table(client, run_id, spool.file(record["file"]), record["path"])
         elif op == "image":
             image = np.load(spool.file(record["file"]), allow_pickle=False)
-            client.log_image(
-                run_id,
-                image,
-                key=record["key"],
-                step=record["step"],
-                timestamp=record.get("timestamp"),
-                synchronous=True,
-            )
+            images.log(image, record["key"], record["step"], record.get("timestamp"))
         elif op == "inputs":
             client.log_inputs(run_id, datasets=[dataset_input(item) for item in record["inputs"]])
         elif op == "model":
@@ -365,13 +369,3 @@ def _replay(spool: Spool, client, run_id: str, log_model, echo) -> int:
         if echo:
             echo(f"uploaded spooled {op} (#{record['seq']})")
     return count
-
-
-def _upload_file(client, run_id: str, path: Path, artifact_path: str) -> None:
-    """Upload one spooled file under its original artifact path (name included)."""
-    name = Path(artifact_path).name
-    folder = str(Path(artifact_path).parent)
-    with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / name
-        shutil.copyfile(path, target)
-        client.log_artifact(run_id, str(target), None if folder in ("", ".") else folder)

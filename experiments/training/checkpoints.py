@@ -37,6 +37,7 @@ import numpy as np
 
 from experiments.errors import CorruptData, StorageError
 from experiments.tracking import run_folder
+from experiments.tracking.journal import fsync_dir as _fsync_dir
 from experiments.training import rng_state
 from experiments.training.datasets import file_digest
 
@@ -287,11 +288,3 @@ def _reason(err: OSError) -> str:
 def _fsync_file(path: Path) -> None:
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -31,7 +31,7 @@ def resume_run(run_id: str) -> str:
         raise ConfigError(f"run_id: run {run_id} has no checkpoint_dir tag; nothing to resume")
     try:
         folder = _checked_folder(run_id, tag)
-    except CorruptData as err:
+    except (CorruptData, ConfigError) as err:  # ConfigError: a folder without run.json
         client.set_tag(run_id, "failure_reason", f"resume refused: {err}")  # status unchanged
         raise
     prepared = run.validate(cfg)
