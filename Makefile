@@ -50,6 +50,8 @@ test-torch: $(TORCH_STAMP)
 # the benchmark suite. Needs torch: tests/test_cross_backend.py loads .keras files on JAX and torch.
 test-slow: $(TORCH_STAMP) postgres
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --dist loadgroup -m slow --durations=10 tests
+	KERAS_BACKEND=jax $(PYTEST) tests/test_text_models.py
+	KERAS_BACKEND=torch $(PYTEST) tests/test_text_models.py
 
 # PostgreSQL's server programs (Debian's `postgresql`, installed when missing; needs root):
 # tests/test_scaleout_tune.py starts a server of its own on 127.0.0.1 for `tune`'s workers.

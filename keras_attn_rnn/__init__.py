@@ -8,8 +8,10 @@ from keras_attn_rnn import (
     masking,
     models,
     plotting,
+    preprocessors,
     samplers,
     scores,
+    tokenizers,
 )
 from keras_attn_rnn.layers import AttentionDecoder, AttentionPooling, SequenceAttention
 
@@ -26,6 +28,8 @@ __all__ = [
     "masking",
     "models",
     "plotting",
+    "preprocessors",
     "samplers",
     "scores",
+    "tokenizers",
 ]

@@ -38,3 +38,16 @@ def set_keras_mask(x, mask):
     """
     _backend.set_keras_mask(x, mask)
     return x
+
+
+def accept_python_inputs(layer):
+    """Lets `layer(...)` take Python strings and lists (a preprocessing layer's inputs).
+
+    Why private: `Layer.__call__` converts its arguments to tensors and refuses
+    non-tensors passed positionally unless two attributes say otherwise
+    (`_convert_input_args`, `_allow_non_tensor_positional_args`; keras-hub's
+    preprocessing layers set them the same way); no public argument does.
+    """
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True
+    layer.built = True

@@ -5,6 +5,7 @@ from keras_attn_rnn.layers import AttentionPooling
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
+from keras_attn_rnn.preprocessors import ClassifierPreprocessor
 
 _ATTENTION_DEFAULTS = {
     "score": "tanh_dot",
@@ -20,8 +21,9 @@ class AttentiveClassifier(AttentiveModel):
     """Sequence classifier: embedding, (bi)RNN stack, attention pooling, logits.
 
     Args:
-        vocab_size: number of token ids; id 0 is padding.
-        num_classes: number of classes.
+        vocab_size: number of token ids; id 0 is padding (default: the
+            preprocessor's tokenizer's).
+        num_classes: number of classes (default: the preprocessor's labels).
         embedding_dim: size of the token embeddings.
         rnn: `"lstm"` or `"gru"`.
         units: RNN size (per direction when bidirectional).
@@ -33,6 +35,9 @@ class AttentiveClassifier(AttentiveModel):
             `normalizer` (default `"softmax"`), passed to `AttentionPooling`.
         dropout: dropout rate on the embeddings, between RNN layers and on
             the pooled vector.
+        preprocessor: a `keras_attn_rnn.preprocessors.ClassifierPreprocessor`,
+            saved with the model: `fit`, `evaluate` and `predict` then take
+            texts (and class names).
 
     Call arguments:
         tokens: int `(B, T)`, padded with 0.
@@ -58,10 +63,12 @@ class AttentiveClassifier(AttentiveModel):
         Classification".
     """
 
+    preprocessor_class = ClassifierPreprocessor
+
     def __init__(
         self,
-        vocab_size,
-        num_classes,
+        vocab_size=None,
+        num_classes=None,
         embedding_dim=64,
         rnn="lstm",
         units=64,
@@ -69,8 +76,14 @@ class AttentiveClassifier(AttentiveModel):
         num_layers=1,
         attention=None,
         dropout=0.0,
+        preprocessor=None,
         **kwargs,
     ):
+        vocab_size, num_classes = self.sizes(
+            preprocessor,
+            vocab_size=(vocab_size, lambda p: p.tokenizer.vocabulary_size),
+            num_classes=(num_classes, lambda p: None if p.labels is None else len(p.labels)),
+        )
         _utils.check_sizes(
             vocab_size=vocab_size,
             num_classes=num_classes,
@@ -83,6 +96,7 @@ class AttentiveClassifier(AttentiveModel):
         checks.check_dropout(dropout)
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         super().__init__(**kwargs)
+        self.preprocessor = preprocessor
         self.vocab_size = vocab_size
         self.num_classes = num_classes
         self.embedding_dim = embedding_dim

@@ -6,6 +6,7 @@ from keras_attn_rnn.layers import SequenceAttention
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
+from keras_attn_rnn.preprocessors import CausalLMPreprocessor
 
 _ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None, "normalizer": "softmax"}
 
@@ -19,7 +20,8 @@ class AttentiveLanguageModel(AttentiveModel):
     Dense named `attention_layer`) feeds the next-token logits.
 
     Args:
-        vocab_size: number of token ids; id 0 is padding.
+        vocab_size: number of token ids; id 0 is padding (default: the
+            preprocessor's tokenizer's).
         embedding_dim: size of the token embeddings.
         units: size of the RNN states (and of the combined vector).
         rnn: `"lstm"` or `"gru"`.
@@ -30,6 +32,9 @@ class AttentiveLanguageModel(AttentiveModel):
             `normalizer` (default `"softmax"`).
         dropout: dropout rate on the embeddings, between RNN layers and
             before the output layer.
+        preprocessor: a `keras_attn_rnn.preprocessors.CausalLMPreprocessor`,
+            saved with the model: `fit` then takes texts and `generate` prompts
+            as strings (it returns each prompt with its continuation).
 
     Call arguments:
         tokens: int `(B, T)`, right-padded with 0.
@@ -62,17 +67,24 @@ class AttentiveLanguageModel(AttentiveModel):
         Memory-Networks for Machine Reading".
     """
 
+    preprocessor_class = CausalLMPreprocessor
+
     def __init__(
         self,
-        vocab_size,
+        vocab_size=None,
         embedding_dim=64,
         units=128,
         rnn="lstm",
         num_layers=1,
         attention=None,
         dropout=0.0,
+        preprocessor=None,
         **kwargs,
     ):
+        vocab_size = self.sizes(
+            preprocessor,
+            vocab_size=(vocab_size, lambda p: p.tokenizer.vocabulary_size),
+        )
         _utils.check_sizes(
             vocab_size=vocab_size, embedding_dim=embedding_dim, units=units, num_layers=num_layers
         )
@@ -81,6 +93,7 @@ class AttentiveLanguageModel(AttentiveModel):
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         checks.check_positive_int("attention['window']", options["window"])
         super().__init__(**kwargs)
+        self.preprocessor = preprocessor
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
@@ -193,6 +206,13 @@ class AttentiveLanguageModel(AttentiveModel):
         logits = self._head(x, ops.squeeze(context, 1))
         cache = {"states": states, "attention": attention, "position": cache["position"] + 1}
         return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
+
+    def text_of(self, ids, result):
+        """Each prompt (without `<s>`) followed by its generated tokens, as text."""
+        rows = []
+        for prompt, tokens in zip(ids, result.tokens):
+            rows.append([i for i in prompt[1:] if i != 0] + list(tokens))
+        return self.preprocessor.generate_postprocess(rows)
 
     def get_config(self):
         return {

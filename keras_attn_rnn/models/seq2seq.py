@@ -1,10 +1,11 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import _compilation, checks, copying
+from keras_attn_rnn import _compilation, checks, copying, losses
 from keras_attn_rnn.models import _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
+from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.samplers.sampler import IMPOSSIBLE
 
 DECODERS = tuple(_seq2seq_decoders.KINDS)
@@ -38,8 +39,10 @@ class Seq2Seq(AttentiveModel):
       training.
 
     Args:
-        source_vocab: number of source token ids; id 0 is padding.
-        target_vocab: number of target token ids; id 0 is padding.
+        source_vocab: number of source token ids; id 0 is padding (default: the
+            preprocessor's source tokenizer's).
+        target_vocab: number of target token ids; id 0 is padding (default: the
+            preprocessor's target tokenizer's).
         embedding_dim: size of both embeddings.
         units: RNN size (per direction in a bidirectional encoder).
         rnn: `"lstm"` or `"gru"`.
@@ -82,6 +85,9 @@ class Seq2Seq(AttentiveModel):
             target_vocab` in `target_in` become `unk_id`, and so does a copied
             extended id fed back during generation (which needs it when
             `max_oov > 0`). Default None: `target_in` is taken as it is.
+        preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor`,
+            saved with the model: `fit` and `evaluate` then take source and
+            target strings, and `generate` source strings (it returns strings).
 
     Call arguments:
         inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
@@ -138,11 +144,12 @@ class Seq2Seq(AttentiveModel):
     """
 
     is_seq2seq = True
+    preprocessor_class = Seq2SeqPreprocessor
 
     def __init__(
         self,
-        source_vocab,
-        target_vocab,
+        source_vocab=None,
+        target_vocab=None,
         embedding_dim=64,
         units=64,
         rnn="lstm",
@@ -154,8 +161,14 @@ class Seq2Seq(AttentiveModel):
         copy=False,
         max_oov=None,
         unk_id=None,
+        preprocessor=None,
         **kwargs,
     ):
+        source_vocab, target_vocab = self.sizes(
+            preprocessor,
+            source_vocab=(source_vocab, lambda p: p.source_vocabulary_size),
+            target_vocab=(target_vocab, lambda p: p.target_vocabulary_size),
+        )
         _utils.check_sizes(
             source_vocab=source_vocab,
             target_vocab=target_vocab,
@@ -195,6 +208,7 @@ class Seq2Seq(AttentiveModel):
         kind = _seq2seq_decoders.KINDS[decoder]
         kind.check_options(options)
         super().__init__(**kwargs)
+        self.preprocessor = preprocessor
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
         self.embedding_dim = embedding_dim
@@ -281,6 +295,21 @@ class Seq2Seq(AttentiveModel):
         if return_attention_scores:
             return probabilities, alignments, ops.squeeze(ops.cast(p_gen, "float32"), -1)
         return probabilities
+
+    def default_loss(self):
+        """`PointerGeneratorLoss` for copy attention (its outputs are probabilities), else
+        sparse cross-entropy from the logits."""
+        return losses.PointerGeneratorLoss() if self.copy else super().default_loss()
+
+    def text_generation_options(self):
+        if self.copy:
+            raise ValueError(
+                "generate() from strings does not encode copy attention's extended source "
+                "yet: pass ids and source_ext (see keras_attn_rnn.copying). Received: a "
+                "Seq2Seq with copy=True"
+            )
+        tokenizer = self.preprocessor.target_tokenizer
+        return {"start_id": tokenizer.start_id, "eos_id": tokenizer.end_id}
 
     def _forward(self, source, target, training=None):
         """Teacher forcing: `(logits, alignments, memory_mask, p_gen)`; `p_gen` (B, T, 1)
