@@ -2,8 +2,9 @@
 
 A config has five sections: `task`, `model`, `train`, `tracking` and
 `generate`. Every section forbids unknown keys. `--set a.b=value` overrides
-are parsed with `yaml.safe_load` and validated with the rest, so a bad value
-is rejected before any run, file or folder is created.
+are parsed as YAML (safe-loaded, within `bounded_input`'s bounds, as config
+files are) and validated with the rest, so a bad value is rejected before
+any run, file or folder is created.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from experiments.errors import ConfigError, problem
+from experiments import bounded_input
+from experiments.errors import ConfigError, problem, shown
 from keras_attn_rnn import mechanisms, normalizers, samplers, scores
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
+MAX_CONFIG_BYTES = 1 << 20  # a config file is refused past 1 MiB, before it is parsed
 
 
 class _Section(BaseModel):
@@ -89,13 +92,20 @@ class TextClsTask(TaskSection):
     max_length: int = Field(200, ge=2, le=MAX_SEQUENCE_LENGTH)
     lowercase: bool = True
 
+    # the longest row of the file, in characters (a longer one is refused after reading this
+    # many: a file without newlines costs no more)
+    max_row_chars: int = Field(1_000_000, ge=100)
+    # the most distinct labels (classes): past it the data is refused before training
+    max_labels: int = Field(1000, ge=2)
+
     @field_validator("path")
     @classmethod
     def _path_exists(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        if not Path(value).is_file():
-            raise ValueError(f"an existing .csv or .jsonl file; no such file: {value}")
+        problem = bounded_input.path_problem(value)
+        if problem is not None:
+            raise ValueError(f"an existing .csv or .jsonl file; {value} {problem}")
         if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
             raise ValueError("a file ending in .csv or .jsonl")
         real = Path(value).resolve()
@@ -268,9 +278,12 @@ class CharLMTask(TaskSection):
     @field_validator("path")
     @classmethod
     def _path_exists(cls, value: str | None) -> str | None:
-        if value is not None and not Path(value).is_file():
-            raise ValueError(f"an existing text file; no such file: {value}")
-        return None if value is None else str(Path(value).resolve())
+        if value is None:
+            return value
+        problem = bounded_input.path_problem(value)
+        if problem is not None:
+            raise ValueError(f"an existing text file; {value} {problem}")
+        return str(Path(value).resolve())
 
 
 class CopySlotsTask(TaskSection):
@@ -558,17 +571,14 @@ class ExperimentConfig(_Section):
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """Split `a.b=value` into (["a", "b"], yaml.safe_load("value"))."""
+    """Split `a.b=value` into (["a", "b"], the YAML value of "value": `bounded_input.load_yaml`)."""
     key, sep, raw = text.partition("=")
     parts = key.strip().split(".")
     if not sep or not all(p.strip() for p in parts):
         raise ConfigError(
-            f"--set {text!r}: expected the form key.path=value (for example train.epochs=3)"
+            f"--set {shown(text)}: expected the form key.path=value (for example train.epochs=3)"
         )
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--set {key}: cannot parse value {raw!r} as YAML ({err})") from None
+    value = bounded_input.load_yaml(raw, f"--set {key.strip()}") if raw.strip() else None
     return [p.strip() for p in parts], value
 
 
@@ -586,7 +596,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
                 child = node[part] = {"name": child}  # `sampler: beam` is `{name: beam}`
             if not isinstance(child, dict):
                 path = ".".join(parts[: depth + 1])
-                raise ConfigError(f"--set {text!r}: {path} is {child!r}, not a section")
+                raise ConfigError(f"--set {shown(text)}: {path} is {shown(child)}, not a section")
             node = child
         node[parts[-1]] = value
     return data
@@ -601,14 +611,11 @@ def _deep_copy(data: Any) -> Any:
 
 
 def read_yaml(path: str | os.PathLike) -> dict:
-    """Safe-load a YAML mapping, raising ConfigError with the file name on failure."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:  # a binary file is not YAML either
-        raise ConfigError(f"{path}: invalid YAML ({err})") from None
+    """Safe-load a YAML mapping, raising ConfigError with the file name on failure: a file
+    that is not a regular one, past `MAX_CONFIG_BYTES`, not UTF-8, not YAML, or whose
+    aliases expand past `bounded_input.MAX_YAML_VALUES` values."""
+    text = bounded_input.read_text(path, MAX_CONFIG_BYTES, "config file")
+    data = bounded_input.load_yaml(text, str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):

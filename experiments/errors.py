@@ -8,7 +8,33 @@ traceback.
 
 from __future__ import annotations
 
+import reprlib
 from typing import NamedTuple
+
+# The most characters of a received value an error message shows.
+MAX_SHOWN = 200
+
+
+def _shortened_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel = 3
+    short.maxdict = short.maxlist = short.maxtuple = short.maxset = short.maxfrozenset = 8
+    short.maxstring = short.maxother = short.maxlong = MAX_SHOWN
+    return short
+
+
+_SHORT = _shortened_repr()
+
+
+def shown(value: object) -> str:
+    """`repr(value)` as an error message shows it: at most `MAX_SHOWN` characters, made in
+    time and memory bounded however long or deeply nested `value` is (a YAML alias bomb's
+    expansion, a megabyte string), with `...` where it was cut."""
+    try:
+        text = _SHORT.repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        text = f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 
 class ConfigError(Exception):
@@ -17,7 +43,7 @@ class ConfigError(Exception):
 
 def problem(key: str, got: object, expected: str) -> str:
     """One line of a config error, the format every check uses: `  key: got V; expected E`."""
-    return f"  {key}: got {got!r}; expected {expected}"
+    return f"  {key}: got {shown(got)}; expected {expected}"
 
 
 def invalid_config(key: str, got: object, expected: str) -> ConfigError:

@@ -54,3 +54,21 @@ def test_labels_unrelated_to_the_text_give_chance():
 def test_one_class_in_training_predicts_it():
     got = baseline.linear_baseline(split_of([[4], [5]], [1, 1]), split_of([[4], [6]], [1, 0]), 2)
     assert got["accuracy"] == pytest.approx(0.5)
+
+
+def test_past_its_bounds_it_fits_on_a_sample_and_predicts_in_blocks(monkeypatch):
+    monkeypatch.setattr(baseline, "MAX_ROW_CLASSES", 3 * 40)  # 40 training rows of 300
+    monkeypatch.setattr(baseline, "MAX_WEIGHTS", 3 * 10)  # the 10 most frequent features
+    real, sizes = baseline.documents, []
+
+    def documents(split):
+        sizes.append(len(split))
+        return real(split)
+
+    monkeypatch.setattr(baseline, "documents", documents)
+    rng = np.random.default_rng(0)
+    rows = [list(rng.integers(10, 40, size=2)) + [100 + i % 3] for i in range(420)]  # the clue
+    labels = [i % 3 for i in range(420)]
+    train, test = split_of(rows[:300], labels[:300]), split_of(rows[300:], labels[300:])
+    assert baseline.linear_baseline(train, test, 3) == {"accuracy": 1.0, "macro_f1": 1.0}
+    assert sizes == [40, 40, 40, 40]  # fitted on 40 rows; 120 test rows predicted 40 at a time

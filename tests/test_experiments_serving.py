@@ -405,6 +405,23 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
             "an empty string": ({"inputs": [""]}, "non-empty strings. Received: ''"),
             "no inputs": ({"inputs": []}, "at least one string"),
             "a bad sampler": ({"inputs": ["abc"], "params": {"sampler": "nope"}}, "sampler must"),
+            # bounded requests: refused at once, not minutes of work and a huge answer
+            "a long string": (
+                {"inputs": ["abc", "a" * (text_model.MAX_INPUT_CHARS + 1)]},
+                f"Received: {text_model.MAX_INPUT_CHARS + 1} characters at position 1",
+            ),
+            "too many strings": (
+                {"inputs": ["abc"] * (text_model.MAX_INPUTS + 1)},
+                f"Received: {text_model.MAX_INPUTS + 1} strings",
+            ),
+            "too much attention": (
+                {"inputs": ["abcdefgh"] * 200, "params": {"max_length": 1000}},
+                "Received: 200 inputs x 1 beams x 1000 tokens x 8 attended tokens = 1600000",
+            ),
+            "too many beams": (
+                {"inputs": ["abc"], "params": {"sampler": "beam", "beam_width": 100_000}},
+                "Received: 1 inputs x 100000 beams x 8 tokens x 3 attended tokens",
+            ),
         }
         for case, (request, message) in refused.items():
             status, body = post(url, request)
@@ -565,11 +582,22 @@ def test_text_model_refuses_what_is_not_text():
         (["a", ""], "Received: '' at position 1"),
         ("abc", "Received: str"),
         (np.array([["a"]]), "Received: ndarray"),
+        (["a", "b" * 10_001], "at most 10000 characters. Received: 10001 characters at position 1"),
+        (["a"] * 257, r"at most 256 strings \(send more requests\). Received: 257 strings"),
+        ([["a" * 1000] * 1000], r"Received: \['a+\.\.\.a+', .*, \.\.\.\] at position 0"),
     ]:
         with pytest.raises(mlflow.exceptions.MlflowException, match=message) as caught:
             text_model.texts_of(bad)
         assert caught.value.error_code == "INVALID_PARAMETER_VALUE"
     assert text_model.texts_of(np.array(["a", "b"])) == ["a", "b"]
+    assert text_model.texts_of(["a" * 10_000] * 256) == ["a" * 10_000] * 256  # the bounds
+
+
+def test_text_model_refuses_a_request_past_its_attention_bound():
+    text_model.check_attention(10, 4, 1000, 25)  # 1,000,000 weights: the bound
+    with pytest.raises(mlflow.exceptions.MlflowException, match="= 1000010") as caught:
+        text_model.check_attention(1, 1, 10, 100_001)
+    assert caught.value.error_code == "INVALID_PARAMETER_VALUE"
 
 
 def test_non_chief_workers_take_the_model_logging_call_and_log_nothing():

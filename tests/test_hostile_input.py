@@ -1,4 +1,4 @@
-"""Hostile input catalogue (issue 7, 6): every case gets a clear error or safe handling.
+"""Hostile input catalogue (issues 7, 6 and 43): every case gets a clear error or safe handling.
 
 Layers, models and generation must raise a `ValueError` (or TensorFlow's
 own index error) naming the bad argument; the CLI must exit with its
@@ -8,6 +8,7 @@ checkpoint folder, no other file.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ import keras
 import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, snapshot, store_uri, write_config
+from memory_helpers import alias_bomb
 from scaleout_helpers import free_port
 
 from experiments import config as config_lib
@@ -147,6 +149,10 @@ def _dir(name: str):
     return lambda folder: (folder / name).mkdir()
 
 
+def _fifo(name: str):
+    return lambda folder: os.mkfifo(folder / name)
+
+
 BINARY = bytes(range(256)) * 8
 
 
@@ -166,7 +172,43 @@ CLI = {
     ),
     "yaml_top_level_list": (_text("list.yaml", "- a\n- b\n"), ["@list.yaml"], 2, "mapping"),
     "binary_config_file": (_bytes("bin.yaml", BINARY), ["@bin.yaml"], 2, "bin.yaml"),
-    "config_path_is_a_folder": (_dir("folder.yaml"), ["@folder.yaml"], 2, "not found"),
+    "config_path_is_a_folder": (
+        _dir("folder.yaml"),
+        ["@folder.yaml"],
+        2,
+        "folder.yaml is a directory",
+    ),
+    "config_path_is_a_fifo": (_fifo("pipe.yaml"), ["@pipe.yaml"], 2, "pipe.yaml is a FIFO"),
+    "config_file_over_1_mib": (
+        _text("big.yaml", "task: {name: needle}\n" + "#" * (1 << 20) + "\n"),
+        ["@big.yaml"],
+        2,
+        "big.yaml holds more than 1048576 bytes",
+    ),
+    "yaml_alias_bomb": (  # 531,441 values in 381 bytes
+        _text("bomb.yaml", alias_bomb(6)),
+        ["@bomb.yaml"],
+        2,
+        "bomb.yaml: refused: more than 100000 values once its aliases (*name) are expanded",
+    ),
+    "yaml_alias_inside_itself": (
+        _text("loop.yaml", "task: &t {name: needle, x: [*t]}\n"),
+        ["@loop.yaml"],
+        2,
+        "an alias inside the value it names (line 1, column 29)",
+    ),
+    "yaml_nested_too_deep": (
+        _text("deep.yaml", "task: " + "[" * 5000 + "]" * 5000 + "\n"),
+        ["@deep.yaml"],
+        2,
+        "deep.yaml: refused: values nested more than 64 deep",
+    ),
+    "int_past_4300_digits_in_set": (
+        None,
+        ["--set", "train.epochs=1" + "0" * 5000],
+        2,
+        "--set train.epochs: invalid YAML",
+    ),
     "huge_sequence_length": (None, ["--set", "task.max_length=1000000000"], 2, "task.max_length"),
     "huge_charlm_window": (
         None,
@@ -231,7 +273,49 @@ CLI = {
         _dir("dir.csv"),
         [_task("textcls", path="dir.csv", max_length=12)],
         2,
-        "task.path",
+        "dir.csv is a directory",
+    ),
+    "data_path_is_a_fifo": (
+        _fifo("pipe.csv"),
+        [_task("textcls", path="pipe.csv", max_length=12)],
+        2,
+        "pipe.csv is a FIFO (named pipe)",
+    ),
+    "label_with_a_nul_byte": (
+        _text("nul.csv", "text,label\ngood,pos\nbad,neg\nfine,pos\nawful,neg\x00\n"),
+        [_task("textcls", path="nul.csv", max_length=12)],
+        2,
+        "row 4 (line 5) of",
+    ),
+    "jsonl_label_with_a_nul_byte": (
+        _text("nul.jsonl", "".join(f'{{"text": "t{i}", "label": "a\\u0000"}}\n' for i in range(5))),
+        [_task("textcls", path="nul.jsonl", max_length=12)],
+        2,
+        "'a\\x00' holds the control character U+0000",
+    ),
+    "label_of_a_whole_text": (
+        _text("long.csv", "text,label\n" + "".join(f"t{i},{'x' * 201}\n" for i in range(5))),
+        [_task("textcls", path="long.csv", max_length=12)],
+        2,
+        "value is 201 characters long",
+    ),
+    "labels_past_max_labels": (
+        _text("many.csv", "text,label\n" + "".join(f"text {i},c{i}\n" for i in range(61))),
+        [_task("textcls", path="many.csv", max_length=12, max_labels=60)],
+        2,
+        "many.csv holds 61 distinct 'label' values (labels); expected at most task.max_labels=60",
+    ),
+    "row_past_max_row_chars": (
+        _text("wide.csv", "text,label\n" + "good,pos\n" * 4 + "x" * 150 + ",neg\n"),
+        [_task("textcls", path="wide.csv", max_length=12, max_row_chars=100)],
+        2,
+        "task.max_row_chars: line 6 of",
+    ),
+    "quoted_field_of_many_lines_past_max_row_chars": (
+        _text("lines.csv", 'text,label\ngood,pos\n"' + "x\n" * 150 + '",neg\n'),
+        [_task("textcls", path="lines.csv", max_length=12, max_row_chars=100)],
+        2,
+        "the row ending on line 53 of",
     ),
     "symlink_outside_project_to_non_data": (
         _link("passwd.csv", "/etc/passwd"),
@@ -251,7 +335,18 @@ CLI = {
         2,
         "0 characters",
     ),
-    "charlm_device_file": (None, [_task("charlm", path="/dev/zero")], 2, "task.path"),
+    "charlm_device_file": (
+        None,
+        [_task("charlm", path="/dev/zero")],
+        2,
+        "/dev/zero is a character device",
+    ),
+    "charlm_path_is_a_folder": (
+        _dir("texts"),
+        [_task("charlm", path="texts")],
+        2,
+        "is a directory",
+    ),
 }
 
 
@@ -299,6 +394,14 @@ def test_cli_rejects_hostile_input_and_writes_nothing(case, sandbox, capsys):
     assert snapshot(sandbox) == before  # no run, no checkpoint, no stray file
     assert runs(store_uri(sandbox)) == []
     assert not (sandbox / "PWNED").exists()
+
+
+def test_a_long_value_is_shown_shortened_in_the_error(sandbox, capsys):
+    assert main(_argv(["--set", "train.epochs=" + "9x" * 50_000], sandbox)) == 2
+    err = capsys.readouterr().err
+    assert "train.epochs: got '9x9x9x" in err, err[:300]
+    got = err.split("got ", 1)[1].split("; expected", 1)[0]
+    assert "..." in got and len(got) <= 200  # not the 100,000 characters received
 
 
 def test_symlink_to_data_outside_the_project_is_followed_and_recorded(tmp_path):

@@ -13,17 +13,30 @@ def accuracy(labels: np.ndarray, predictions: np.ndarray) -> float:
 
 
 def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> np.ndarray:
-    """`m[i, j]` = number of examples of class i predicted as j."""
+    """`m[i, j]` = number of examples of class i predicted as j (`num_classes`² numbers: see
+    `confusion_cells` for many classes)."""
     matrix = np.zeros((num_classes, num_classes), dtype="int64")
     np.add.at(matrix, (labels, predictions), 1)
     return matrix
 
 
+def confusion_cells(labels: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+    """The non-zero cells of the confusion matrix, `(K, 3)` rows of (true class, predicted
+    class, count) in that order: at most one per example, however many classes there are."""
+    pairs = np.stack([np.asarray(labels), np.asarray(predictions)], -1).astype("int64")
+    cells, counts = np.unique(pairs.reshape(-1, 2), axis=0, return_counts=True)
+    return np.concatenate([cells, counts[:, None]], -1)
+
+
 def macro_f1(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> float:
-    """Unweighted mean of per-class F1 over the classes present in labels or predictions."""
-    m = confusion_matrix(labels, predictions, num_classes)
-    tp = np.diag(m).astype("float64")
-    support = m.sum(axis=1) + m.sum(axis=0)
+    """Unweighted mean of per-class F1 over the classes present in labels or predictions
+    (counted per class: time and memory grow with the examples and `num_classes`, not its
+    square)."""
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    tp = np.bincount(labels[labels == predictions], minlength=num_classes).astype("float64")
+    support = np.bincount(labels, minlength=num_classes) + np.bincount(
+        predictions, minlength=num_classes
+    )
     present = support > 0
     f1 = np.divide(2 * tp, support, out=np.zeros_like(tp), where=present)
     return float(f1[present].mean()) if present.any() else 0.0

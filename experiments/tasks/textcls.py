@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.bounded_input import RecordLines
+from experiments.errors import ConfigError, shown
 from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.tasks.task import Task
 from experiments.tasks.vocab import SPECIALS, UNK, Vocab
@@ -18,6 +22,9 @@ from text_tokenizer import Tokenizer
 
 # Words and single punctuation marks.
 TOKEN_PATTERN = r"\w+|[^\w\s]"
+
+# The longest label: a class name (a longer value is another column, or text).
+MAX_LABEL_CHARS = 200
 
 
 def tokenizer(cfg, vocab: Vocab | None = None) -> Tokenizer:
@@ -36,10 +43,14 @@ def tokenizer(cfg, vocab: Vocab | None = None) -> Tokenizer:
     )
 
 
-def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
-    """(text, label) pairs from a CSV file with a header row, or a JSONL file."""
+def read_rows(
+    path: str, text_field: str, label_field: str, max_row_chars: int
+) -> list[tuple[str, str]]:
+    """(text, label) pairs from a CSV file with a header row, or a JSONL file, read a row at
+    a time: a row longer than `max_row_chars` is refused once that many characters of it were
+    read, as is a label that is not a class name (`_check_label`)."""
     try:
-        return _read_rows(path, text_field, label_field)
+        return _read_rows(path, text_field, label_field, max_row_chars)
     except (UnicodeDecodeError, csv.Error, json.JSONDecodeError) as err:
         kind = "CSV" if Path(path).suffix.lower() == ".csv" else "JSONL"
         raise ConfigError(
@@ -47,18 +58,20 @@ def read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, s
         ) from None
 
 
-def _read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, str]]:
+def _read_rows(
+    path: str, text_field: str, label_field: str, max_row_chars: int
+) -> list[tuple[str, str]]:
     rows = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        if Path(path).suffix.lower() == ".csv":
-            records = csv.DictReader(handle)
-        else:
-            records = (json.loads(line) for line in handle if line.strip())
-        for number, record in enumerate(records, start=1):
+    with (
+        open(path, encoding="utf-8", newline="") as handle,
+        _csv_fields_up_to(max_row_chars),
+    ):
+        lines = RecordLines(handle, path, max_row_chars, "task.max_row_chars")
+        for number, record in _records(lines, Path(path).suffix.lower() == ".csv"):
             if not isinstance(record, dict):
                 raise ConfigError(
                     f"task.path: row {number} of {path} is not an object with "
-                    f"{text_field!r} and {label_field!r} fields. Received: {str(record)[:80]!r}"
+                    f"{text_field!r} and {label_field!r} fields. Received: {shown(record)}"
                 )
             if text_field not in record or label_field not in record:
                 raise ConfigError(
@@ -70,10 +83,60 @@ def _read_rows(path: str, text_field: str, label_field: str) -> list[tuple[str, 
                     f"task.path: row {number} of {path} has no {label_field!r} or no "
                     f"{text_field!r} value"
                 )
-            rows.append((str(record[text_field]), str(record[label_field])))
+            label = str(record[label_field])
+            _check_label(label, f"row {number} (line {lines.line}) of {path}", label_field)
+            rows.append((str(record[text_field]), label))
     if len(rows) < 4:
         raise ConfigError(f"task.path: {path} holds {len(rows)} rows; expected at least 4")
     return rows
+
+
+def _records(lines: RecordLines, is_csv: bool) -> Iterator[tuple[int, object]]:
+    """(row number, record) of each row: a CSV row as a dict by the header, a JSONL line as
+    what it holds (blank lines skipped); each row bounded by `lines`."""
+    if not is_csv:
+        number = 0
+        for line in lines:
+            lines.next_record()
+            if line.strip():
+                number += 1
+                yield number, json.loads(line)
+        return
+    records = csv.DictReader(lines)
+    records.fieldnames  # noqa: B018 - reads the header row, a record of its own
+    lines.next_record()
+    for number, record in enumerate(records, start=1):
+        lines.next_record()
+        yield number, record
+
+
+@contextlib.contextmanager
+def _csv_fields_up_to(limit: int):
+    """`csv`'s (process-wide) largest field set for a while to what a row of `limit`
+    characters may hold (`RecordLines`), not `csv`'s default 131072: a longer field is a
+    longer row, refused as one."""
+    before = csv.field_size_limit(limit + 2)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def _check_label(label: str, where: str, label_field: str) -> None:
+    """Refuse a label that is no class name: one with a control character (a NUL would make
+    `negative` and `negative\\x00` two classes that print alike) or over `MAX_LABEL_CHARS`."""
+    control = next((c for c in label if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise ConfigError(
+            f"task.path: {where}: the {label_field!r} value {shown(label)} holds the control "
+            f"character U+{ord(control):04X}; expected a label of printable characters"
+        )
+    if len(label) > MAX_LABEL_CHARS:
+        raise ConfigError(
+            f"task.path: {where}: the {label_field!r} value is {len(label)} characters long "
+            f"({shown(label)}); expected a class name of at most {MAX_LABEL_CHARS} (is "
+            "task.label_field the label column?)"
+        )
 
 
 def build(cfg) -> Task:
@@ -86,7 +149,14 @@ def build(cfg) -> Task:
     """
     if cfg.source == "imdb":
         return _imdb(cfg)
-    rows = read_rows(cfg.path, cfg.text_field, cfg.label_field)
+    rows = read_rows(cfg.path, cfg.text_field, cfg.label_field, cfg.max_row_chars)
+    class_names = sorted({label for _, label in rows})
+    if len(class_names) > cfg.max_labels:
+        raise ConfigError(
+            f"task.max_labels: {cfg.path} holds {len(class_names)} distinct "
+            f"{cfg.label_field!r} values (labels); expected at most task.max_labels="
+            f"{cfg.max_labels} (raise it to train on them all, or check task.label_field)"
+        )
     rules = tokenizer(cfg)
     tokens = [rules.tokenize(text) for text, _ in rows]
     keys = [tuple(t) for t in tokens]
@@ -96,8 +166,8 @@ def build(cfg) -> Task:
             f"rows, compared by their first {cfg.max_length} tokens); expected at least 4, "
             "for training, validation and test splits of their own"
         )
-    class_names = sorted({label for _, label in rows})
-    labels = np.array([class_names.index(label) for _, label in rows], dtype="int32")
+    index = {label: i for i, label in enumerate(class_names)}
+    labels = np.array([index[label] for _, label in rows], dtype="int32")
     rng = np.random.default_rng(cfg.seed)
     order = np.arange(len(rows))
     placeholder = Split(order[:, None], labels)

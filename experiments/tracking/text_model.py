@@ -35,11 +35,18 @@ defaults are the run's `generate.sampler` and the samplers' own defaults,
 and the chosen sampler takes the ones it has. Bad input or
 params raise `MlflowException(INVALID_PARAMETER_VALUE)`, which the scoring
 server answers with HTTP 400 and the message.
+
+What one request may cost is bounded before the model runs: at most
+`MAX_INPUTS` strings of at most `MAX_INPUT_CHARS` characters each (checked
+before any is tokenized), and at most `MAX_ATTENTION` attention weights
+computed (inputs x beams x generated tokens x attended tokens), which also
+bounds the answer; past any of them the request is refused as bad input.
 """
 
 from __future__ import annotations
 
 import json
+import reprlib
 from pathlib import Path
 
 import keras
@@ -54,6 +61,13 @@ from text_tokenizer import SPECIALS, Extended, Tokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
+# What one request may send: strings, and characters in each (unbounded, one string of a
+# million characters cost 57 s, 3.7 GB and a 312 MB answer).
+MAX_INPUTS = 256
+MAX_INPUT_CHARS = 10_000
+# Attention weights one request may make the model compute (inputs x beams x generated
+# tokens x attended tokens): this bounds its time, its memory and its answer (~20 MB).
+MAX_ATTENTION = 1_000_000
 
 
 def invalid(message: str) -> MlflowException:
@@ -133,12 +147,38 @@ def texts_of(model_input) -> list[str]:
         )
     if not values:
         raise invalid("inputs must hold at least one string. Received: no inputs")
+    if len(values) > MAX_INPUTS:
+        raise invalid(
+            f"inputs must hold at most {MAX_INPUTS} strings (send more requests). "
+            f"Received: {len(values)} strings"
+        )
     for position, value in enumerate(values):
         if not isinstance(value, str) or not value:
             raise invalid(
-                f"inputs must be non-empty strings. Received: {value!r} at position {position}"
+                "inputs must be non-empty strings. "
+                f"Received: {reprlib.repr(value)} at position {position}"
+            )
+        if len(value) > MAX_INPUT_CHARS:
+            raise invalid(
+                f"inputs must be strings of at most {MAX_INPUT_CHARS} characters. "
+                f"Received: {len(value)} characters at position {position}"
             )
     return values
+
+
+def check_attention(inputs: int, beams: int, steps: int, attended: int) -> None:
+    """Refuse (`invalid`) a request that would make the model compute more than
+    `MAX_ATTENTION` attention weights: `inputs` x `beams` x `steps` (generated tokens,
+    1 for a classifier) x `attended` (the longest input's tokens, plus the generated
+    ones for a language model)."""
+    weights = inputs * beams * steps * attended
+    if weights > MAX_ATTENTION:
+        raise invalid(
+            f"a request may ask for at most {MAX_ATTENTION} attention weights (inputs x beams "
+            "x max_length x attended tokens): send fewer or shorter texts, or ask for a "
+            f"smaller max_length or beam_width. Received: {inputs} inputs x {beams} beams x "
+            f"{steps} tokens x {attended} attended tokens = {weights}"
+        )
 
 
 def classifies(card: dict) -> bool:
@@ -202,10 +242,14 @@ class TextModel(mlflow.pyfunc.PythonModel):
             sampler = samplers.get(
                 name, **{key: options[key] for key in samplers.arguments(name) if key in options}
             )
+            steps = int(options["max_length"])
+            longest = max(len(row) for row in ids)
+            attended = longest + steps if self.card["attends_generated"] else longest
+            check_attention(len(ids), getattr(sampler, "beam_width", 1), steps, attended)
             result = generation.generate(
                 self.model,
                 ids,
-                int(options["max_length"]),
+                steps,
                 sampler=sampler,
                 eos_id=self.card.get("end_id"),
                 start_id=self.card.get("start_id"),
@@ -240,6 +284,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
 
     def classify(self, ids: list[list[int]]) -> list[dict]:
         width = max(len(row) for row in ids)
+        check_attention(len(ids), 1, 1, width)
         tokens = np.zeros((len(ids), width), dtype="int32")
         for row, source in enumerate(ids):
             tokens[row, : len(source)] = source
