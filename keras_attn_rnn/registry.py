@@ -34,11 +34,21 @@ class Registry:
             self.register(name, member)
 
     def register(self, name, member):
-        """Adds `member` under `name` (a new name only); returns `member` (usable as a
-        decorator argument: `REGISTRY.register("mine", Mine)`)."""
+        """Adds `member` under `name` (a new name only): a subclass of `base` (a callable
+        when `base` is None); returns `member` (usable as a decorator argument:
+        `REGISTRY.register("mine", Mine)`)."""
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(
                 f"a {self.argument} name must be an identifier. Received: name={name!r}"
+            )
+        if self.base is None and not callable(member):
+            raise ValueError(f"a {self.argument} must be callable. Received: {name}={member!r}")
+        if self.base is not None and not (
+            isinstance(member, type) and issubclass(member, self.base)
+        ):
+            raise ValueError(
+                f"a {self.argument} must be a subclass of {self.base.__name__}. "
+                f"Received: {name}={member!r}"
             )
         if name in self._members and self._members[name] is not member:
             raise ValueError(

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from experiments.tasks import baseline
-from experiments.tasks.split import Split
+from experiments.data import baseline
+from experiments.data.split import Split
 
 
 def split_of(rows, labels):

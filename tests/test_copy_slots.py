@@ -14,10 +14,11 @@ from experiments_helpers import migrated_store, snapshot
 
 from experiments import config as config_lib
 from experiments.commands import main
+from experiments.data import metrics
+from experiments.data.vocab import END, PAD, START, UNK
 from experiments.errors import EXIT_CONFIG, ConfigError
-from experiments.tasks import build_task, metrics
-from experiments.tasks.kinds.base import GREEDY, P_GEN_LABEL
-from experiments.tasks.vocab import END, PAD, START, UNK
+from experiments.kinds.base import GREEDY, P_GEN_LABEL
+from experiments.tasks import build_task
 from experiments.tracking import model_logging, text_model
 from experiments.training import run as training_run
 from keras_attn_rnn import generation, losses

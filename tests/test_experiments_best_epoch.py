@@ -15,9 +15,9 @@ from scaleout_helpers import metric_steps
 
 from experiments.commands import main
 from experiments.config import validate
-from experiments.tasks import metrics
-from experiments.tasks.kinds import seq2seq
-from experiments.tasks.kinds.base import GREEDY
+from experiments.data import metrics
+from experiments.kinds import seq2seq
+from experiments.kinds.base import GREEDY
 from experiments.training import run as training_run
 from experiments.training.callbacks import Checkpoint
 

@@ -13,8 +13,9 @@ from experiments_helpers import (
     write_text_dataset,
 )
 
+from experiments import kinds
 from experiments.config import GenerateConfig, validate
-from experiments.tasks import build_task, kinds
+from experiments.tasks import build_task
 from experiments.training import run as training_run
 from experiments.training.callbacks import EvalMetrics
 

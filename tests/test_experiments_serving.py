@@ -42,10 +42,10 @@ from serving_helpers import fresh_env, post, served
 
 from experiments import config as config_lib
 from experiments.commands import main
+from experiments.data.split import pad
+from experiments.data.vocab import END, START, UNK, Vocab
 from experiments.errors import EXIT_CONFIG
 from experiments.tasks import addition, textcls
-from experiments.tasks.split import pad
-from experiments.tasks.vocab import END, START, UNK, Vocab
 from experiments.tracking import model_logging, text_model
 from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run

@@ -13,9 +13,10 @@ from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 
 from experiments.commands import main
 from experiments.config import validate
-from experiments.tasks import build_task, lengths, metrics
-from experiments.tasks.split import pad
-from experiments.tasks.vocab import END
+from experiments.data import length_buckets, metrics
+from experiments.data.split import pad
+from experiments.data.vocab import END
+from experiments.tasks import build_task
 
 
 def _task(**task):
@@ -131,7 +132,7 @@ def test_an_addition_oracle_scores_one_on_every_length_bucket():
     vocab = task.output_vocab
     # The answers the model is trained on: what a correct model outputs.
     (width,) = {len(vocab.decode(row)) for row in task.train.y}
-    buckets = lengths.buckets(task)
+    buckets = length_buckets.buckets(task)
     assert set(buckets) == {"len_1_2", "len_3_3", "len_4_4"}
     for name, split in buckets.items():
         answers = []

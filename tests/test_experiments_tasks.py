@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -11,10 +12,12 @@ import numpy as np
 import pytest
 from experiments_helpers import write_text_dataset
 
+from experiments import kinds
 from experiments.config import validate
+from experiments.data import metrics
+from experiments.data.vocab import END, PAD, START
 from experiments.errors import ConfigError
-from experiments.tasks import build_task, kinds, metrics
-from experiments.tasks.vocab import END, PAD, START
+from experiments.tasks import build_task
 
 
 def _task(**task):
@@ -128,12 +131,15 @@ def test_imdb_builds_a_task_and_a_model_from_keras_datasets(tmp_path, monkeypatc
     assert model(task.probes.x).shape == (len(task.probes), 2)
 
 
-def test_task_kind_is_resolved_from_its_name():
+def test_a_task_holds_its_kind_object_from_the_kinds_registry():
     task = _task(name="reverse", num_examples=20)
-    assert task.kind is kinds.get("seq2seq") and task.kind.name == "seq2seq"
-    assert set(kinds.names()) == {"classification", "seq2seq", "lm"}
+    assert type(task.kind) is kinds.REGISTRY.class_for("seq2seq") and task.kind.name == "seq2seq"
+    assert kinds.REGISTRY.name_of(task.kind) == "seq2seq"
+    assert {"classification", "seq2seq", "lm"} <= set(kinds.names())
     with pytest.raises(ValueError, match="kind must be one of .*Received: kind='translation'"):
         kinds.get("translation")
+    with pytest.raises(ValueError, match="kind must be a TaskKind object.*Received: kind='lm'"):
+        dataclasses.replace(task, kind="lm")
 
 
 def test_same_seed_same_data():
@@ -195,7 +201,7 @@ def test_attention_metrics():
 
 
 def test_length_generalisation_splits_are_longer_and_cover_every_length():
-    from experiments.tasks import lengths
+    from experiments.data import length_buckets
 
     cfg = validate(
         {
@@ -219,7 +225,7 @@ def test_length_generalisation_splits_are_longer_and_cover_every_length():
         n = longer.length[row]
         np.testing.assert_array_equal(longer.y[row, :n], longer.x[row, :n][::-1])
         np.testing.assert_array_equal(longer.alignment[row, :n], np.arange(n)[::-1])
-    assert list(lengths.buckets(task)) == ["len_4_8", "len_9_10", "len_11_12", "len_13_14"]
+    assert list(length_buckets.buckets(task)) == ["len_4_8", "len_9_10", "len_11_12", "len_13_14"]
 
     cfg = validate(
         {"task": {"name": "addition", "num_examples": 400, "digits": 2, "test_digits": 4}}

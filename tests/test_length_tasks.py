@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from experiments import config as config_lib
+from experiments.data import length_buckets
 from experiments.errors import ConfigError
 from experiments.ready_configs import directory as configs_dir
-from experiments.tasks import build_task, lengths, lookup, scan
+from experiments.tasks import build_task, lookup, scan
 
 SMALL = {
     "copy": {"name": "copy", "num_examples": 400},
@@ -68,7 +69,7 @@ def test_copy_trains_on_4_to_12_letters_and_reports_13_16_17_20_21_24_25_48():
     assert sorted(set(longer.length.tolist())) == list(range(13, 49))  # every length
     assert len(longer) == len(task.test)
     np.testing.assert_array_equal((longer.x != 0).sum(1), longer.length)
-    buckets = lengths.buckets(task)
+    buckets = length_buckets.buckets(task)
     assert list(buckets) == ["len_4_12", "len_13_16", "len_17_20", "len_21_24", "len_25_48"]
     assert sum(len(b) for name, b in buckets.items() if name != "len_4_12") == len(longer)
     for name, split in buckets.items():
@@ -80,7 +81,7 @@ def test_reverse_takes_the_same_buckets_and_keeps_its_default():
     common = {"name": "reverse", "num_examples": 600, "min_length": 4, "max_length": 12}
     longer = {"test_min_length": 13, "test_max_length": 48}
     task = _task(**common, **longer, length_buckets=[13, 17, 21, 25])
-    assert list(lengths.buckets(task)) == [
+    assert list(length_buckets.buckets(task)) == [
         "len_4_12",
         "len_13_16",
         "len_17_20",
@@ -93,7 +94,7 @@ def test_reverse_takes_the_same_buckets_and_keeps_its_default():
         np.testing.assert_array_equal(task.generalization.y[row, :n], x[::-1])
     # without length_buckets: three buckets of equal width, as before
     default = _task(**common, **longer)
-    assert list(lengths.buckets(default))[1:] == ["len_13_24", "len_25_36", "len_37_48"]
+    assert list(length_buckets.buckets(default))[1:] == ["len_13_24", "len_25_36", "len_37_48"]
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,7 @@ def test_lookup_trains_on_1_to_4_tables_and_reports_5_to_9_one_by_one():
     assert collections.Counter(longer.length.tolist()) == {
         k: len(task.test) // 5 for k in range(5, 10)
     }
-    assert list(lengths.buckets(task)) == [
+    assert list(length_buckets.buckets(task)) == [
         "len_1_4",
         "len_5_5",
         "len_6_6",
@@ -185,7 +186,7 @@ def test_lookup_with_enough_examples_has_every_composition_once():
         for i in range(len(split))
     }
     assert len(rows) == sum(8 * 8**k for k in range(1, 5)) == 37_440
-    assert task.generalization is None and lengths.buckets(task) == {}
+    assert task.generalization is None and length_buckets.buckets(task) == {}
 
 
 def test_lookup_functions_need_not_be_bijective():
@@ -242,7 +243,7 @@ def test_scan_length_split_and_buckets():
         assert np.array_equal((split.y != 0).sum(1) - 1, split.length)  # actions + </s>
     longer = task.generalization
     assert len(longer) == 3_920 and longer.length.min() == 24 and longer.length.max() == 48
-    buckets = lengths.buckets(task)
+    buckets = length_buckets.buckets(task)
     assert {name: len(split) for name, split in buckets.items()} == {
         f"len_1_{task.test.length.max()}": len(task.test),
         "len_24_28": 2_192,

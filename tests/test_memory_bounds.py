@@ -46,10 +46,11 @@ except ConfigError as err:
 FINAL_ARTIFACTS = """
 import io, json, sys
 import numpy as np
-from experiments.tasks import baseline, kinds
-from experiments.tasks.split import Split
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments.data import baseline
+from experiments import kinds
+from experiments.data.split import Split
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 from keras_attn_rnn import models
 classes = int(sys.argv[1])
 baseline.linear_baseline = lambda train, test, num_classes: {"accuracy": 0.0}
@@ -58,7 +59,7 @@ vocab = Vocab([f"w{i}" for i in range(300)], joiner=" ")
 x = rng.integers(4, len(vocab), (2 * classes, 12)).astype("int32")
 split = Split(x, (np.arange(2 * classes) % classes).astype("int32"))
 names = [f"class {i}" for i in range(classes)]
-task = Task("textcls", "classification", vocab, split, split, split, split.take(slice(0, 2)),
+task = Task("textcls", kinds.get("classification"), vocab, split, split, split, split.take(slice(0, 2)),
             class_names=names)
 model = models.AttentiveClassifier(vocab_size=len(vocab), num_classes=classes, units=4,
                                    embedding_dim=4)
@@ -74,8 +75,8 @@ print("DONE", json.dumps(sizes), flush=True)
 BASELINE = """
 import sys
 import numpy as np
-from experiments.tasks import baseline
-from experiments.tasks.split import Split
+from experiments.data import baseline
+from experiments.data.split import Split
 classes = int(sys.argv[1])
 rng = np.random.default_rng(0)
 x = rng.integers(4, 20000, (2 * classes, 12)).astype("int32")

@@ -7,7 +7,7 @@ import keras
 import pytest
 
 from experiments import config as config_lib
-from experiments.tasks.kinds.base import generate_defaults
+from experiments.kinds.base import generate_defaults
 from experiments.tracking.model_logging import text_signature
 from keras_attn_rnn import samplers
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 from fake_models import StepTableModel
 
-from experiments.tasks import kinds, metrics
-from experiments.tasks.kinds.base import GREEDY
-from experiments.tasks.split import Split
-from experiments.tasks.vocab import END
+from experiments import kinds
+from experiments.data import metrics
+from experiments.data.split import Split
+from experiments.data.vocab import END
+from experiments.kinds.base import GREEDY
 
 V = 8  # fake target vocabulary: 0 pad, 1 <s>, 2 </s>, 3-7 tokens
 TARGETS = np.array(

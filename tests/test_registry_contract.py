@@ -450,3 +450,14 @@ def test_a_sampler_config_decodes_as_the_sampler(kind, name):
     for restored in (samplers.get(config), samplers.deserialize(config), config):
         tokens = decode(name, table, seed=5, sampler=restored).tokens
         np.testing.assert_array_equal(tokens, expected)
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRIES))
+def test_a_registry_refuses_a_member_of_another_kind(kind):
+    registry = REGISTRIES[kind]
+    with pytest.raises(ValueError, match=rf"a {registry.argument} must be .*Received: odd="):
+        registry.register("odd", "not a member")
+    if registry.base is not None:
+        with pytest.raises(ValueError, match=f"subclass of {registry.base.__name__}"):
+            registry.register("odd", dict)
+    assert "odd" not in registry.names()

@@ -22,8 +22,8 @@ from mlflow.protos.databricks_pb2 import (
 from scaleout_helpers import child_env, free_port
 
 from experiments import config as config_lib
+from experiments.data.vocab import END, START
 from experiments.errors import ConfigError, Offline, TrackingUnavailable
-from experiments.tasks.vocab import END, START
 from experiments.tracking import model_logging, resilient, server
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.sync import sync_run

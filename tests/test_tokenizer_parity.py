@@ -29,9 +29,9 @@ from experiments_helpers import migrated_store
 
 import text_tokenizer
 from experiments.config import validate
+from experiments.data.split import pad
+from experiments.data.vocab import PAD, UNK
 from experiments.tasks import build_task
-from experiments.tasks.split import pad
-from experiments.tasks.vocab import PAD, UNK
 from experiments.tracking import model_logging, text_model
 from text_tokenizer import SPECIALS, Tokenizer
 

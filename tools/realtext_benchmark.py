@@ -8,7 +8,7 @@ per seed as it was (`BEFORE`: its settings until the defaults changed, given as 
 `--set` gives them) and as it ships (`after`: no overrides), each through the runner
 (`run.validate`, `run.execute`) into a scratch MLflow store (`--store`, not the project's
 `mlruns`), with `task.seed` and `train.seed` both the seed: a seed is a split and an
-initialisation. Beside each run, the linear baseline (`experiments.tasks.baseline`: TF-IDF
+initialisation. Beside each run, the linear baseline (`experiments.data.baseline`: TF-IDF
 words and bigrams + logistic regression on the run's own token ids and splits; the run's own
 `baseline_test_*` metrics when it logs them). Prints a Markdown table on stdout: test
 accuracy and macro-F1, mean and min-max over the seeds, and the epoch kept.
@@ -72,7 +72,7 @@ def run_once(args, overrides: list[str], seed: int) -> dict:
     import mlflow
 
     from experiments import config, ready_configs
-    from experiments.tasks.baseline import linear_baseline
+    from experiments.data.baseline import linear_baseline
     from experiments.training import run
 
     keras.backend.clear_session()

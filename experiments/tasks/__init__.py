@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from experiments import config as config_lib
+from experiments.data.task import Task
 from experiments.tasks import (
     addition,
     charlm,
@@ -22,7 +23,6 @@ from experiments.tasks import (
     scan,
     textcls,
 )
-from experiments.tasks.task import Task
 
 BUILDERS: dict[str, Callable[..., Task]] = {}
 

@@ -7,10 +7,11 @@ from pydoc_data.topics import topics
 
 import numpy as np
 
+from experiments import kinds
+from experiments.data.split import Split
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 from experiments.errors import ConfigError
-from experiments.tasks.split import Split
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
 
 
 def default_corpus() -> str:
@@ -53,7 +54,7 @@ def build(cfg) -> Task:
     prompts = [text[s : s + 16] for s in starts]
     return Task(
         "charlm",
-        "lm",
+        kinds.get("lm"),
         vocab,
         splits["train"],
         splits["val"],

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from experiments.data.task import Task
 from experiments.tasks.reverse import string_task
-from experiments.tasks.task import Task
 
 
 def build(cfg) -> Task:

@@ -17,10 +17,11 @@ from collections import Counter
 
 import numpy as np
 
+from experiments import kinds
+from experiments.data.split import copy_split, duplicate_count
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 from experiments.errors import invalid_config
-from experiments.tasks.split import copy_split, duplicate_count
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
 
 # (source, target): `{slot}` is a slot word, `{slot2}` a second one of the same pool.
 TEMPLATES = (
@@ -80,7 +81,7 @@ def build(cfg) -> Task:
     }
     return Task(
         "copy_slots",
-        "seq2seq",
+        kinds.get("seq2seq"),
         vocab,
         splits["train"],
         splits["val"],

@@ -6,9 +6,10 @@ import datetime as dt
 
 import numpy as np
 
-from experiments.tasks.split import duplicate_count, make_splits, row_keys, seq2seq_split
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments import kinds
+from experiments.data.split import duplicate_count, make_splits, row_keys, seq2seq_split
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 
 MONTHS = (
     "January",
@@ -67,7 +68,7 @@ def build(cfg) -> Task:
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
         "dates",
-        "seq2seq",
+        kinds.get("seq2seq"),
         source_vocab,
         train,
         val,

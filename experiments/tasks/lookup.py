@@ -7,15 +7,16 @@ import itertools
 
 import numpy as np
 
-from experiments.tasks.split import (
+from experiments import kinds
+from experiments.data.split import (
     duplicate_count,
     generalization_rng,
     make_splits,
     row_keys,
     seq2seq_split,
 )
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 
 
 def build(cfg) -> Task:
@@ -76,7 +77,7 @@ def build(cfg) -> Task:
         length_buckets = [(k, k) for k in longer]
     return Task(
         "lookup",
-        "seq2seq",
+        kinds.get("seq2seq"),
         vocab,
         train,
         val,

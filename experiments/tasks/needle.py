@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments import kinds
+from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 
 
 def build(cfg) -> Task:
@@ -38,7 +39,7 @@ def build(cfg) -> Task:
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
         "needle",
-        "classification",
+        kinds.get("classification"),
         vocab,
         train,
         val,

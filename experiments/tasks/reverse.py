@@ -6,7 +6,8 @@ import string
 
 import numpy as np
 
-from experiments.tasks.split import (
+from experiments import kinds
+from experiments.data.split import (
     bucket_ranges,
     duplicate_count,
     generalization_rng,
@@ -14,8 +15,8 @@ from experiments.tasks.split import (
     row_keys,
     seq2seq_split,
 )
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 
 
 def build(cfg) -> Task:
@@ -56,7 +57,7 @@ def string_task(cfg, name: str, reverse: bool) -> Task:
             length_buckets = bucket_ranges(cfg.length_buckets, cfg.test_max_length)
     return Task(
         name,
-        "seq2seq",
+        kinds.get("seq2seq"),
         vocab,
         train,
         val,

@@ -8,7 +8,8 @@ import itertools
 import numpy as np
 
 from experiments import config as config_lib
-from experiments.tasks.split import (
+from experiments import kinds
+from experiments.data.split import (
     bucket_ranges,
     duplicate_count,
     generalization_rng,
@@ -16,8 +17,8 @@ from experiments.tasks.split import (
     row_keys,
     seq2seq_split,
 )
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import Vocab
+from experiments.data.task import Task
+from experiments.data.vocab import Vocab
 
 PRIMITIVES = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
 TURNS = {"left": "I_TURN_LEFT", "right": "I_TURN_RIGHT"}
@@ -50,7 +51,7 @@ def build(cfg) -> Task:
     order = generalization_rng(cfg.seed).permutation(len(longer))
     return Task(
         "scan",
-        "seq2seq",
+        kinds.get("seq2seq"),
         vocab,
         train,
         val,

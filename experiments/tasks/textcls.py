@@ -13,11 +13,12 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from experiments import kinds
 from experiments.bounded_input import RecordLines
+from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
+from experiments.data.task import Task
+from experiments.data.vocab import SPECIALS, UNK, Vocab
 from experiments.errors import ConfigError, shown
-from experiments.tasks.split import Split, duplicate_count, make_splits, pad, row_keys
-from experiments.tasks.task import Task
-from experiments.tasks.vocab import SPECIALS, UNK, Vocab
 from text_tokenizer import Tokenizer
 
 # Words and single punctuation marks.
@@ -179,7 +180,7 @@ def build(cfg) -> Task:
     encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
     return Task(
         "textcls",
-        "classification",
+        kinds.get("classification"),
         vocab,
         *encoded,
         class_names=class_names,
@@ -213,7 +214,7 @@ def _imdb(cfg) -> Task:
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
         "textcls",
-        "classification",
+        kinds.get("classification"),
         vocab,
         train,
         val,

@@ -1,7 +1,7 @@
 """Serving functions of a trained model: token ids in, generated ids (or logits) out.
 
 `ServingModel` wraps a trained model of `keras_attn_rnn.models` and the text
-card of its run (see `experiments.tasks.kinds.base.TaskKind.text_card`) in a
+card of its run (see `experiments.kinds.base.TaskKind.text_card`) in a
 Keras model whose `call(tokens)` runs the compiled decoding loop of
 `keras_attn_rnn.samplers` (the one `generation.generate` runs) with the
 start/end ids and length of the card. Exported as a TensorFlow SavedModel it

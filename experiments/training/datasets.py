@@ -18,7 +18,7 @@ from mlflow.entities import DatasetInput, InputTag
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from experiments.config import ExperimentConfig
-from experiments.tasks import Task
+from experiments.data.task import Task
 
 CONTEXTS = {"train": "training", "val": "validation", "test": "testing"}
 

@@ -22,8 +22,10 @@ import numpy as np
 from experiments import _keras_compat, backends, interrupts
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
+from experiments.data import length_buckets
+from experiments.data.task import Task
 from experiments.errors import CorruptData, StorageError, Terminated, invalid_config
-from experiments.tasks import Task, build_task, lengths
+from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
@@ -366,7 +368,7 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     kind = task.kind
     per_bucket = {
         name: kind.length_metrics(model, task, split)
-        for name, split in lengths.buckets(task).items()
+        for name, split in length_buckets.buckets(task).items()
     }
     if not per_bucket:
         return
@@ -385,7 +387,7 @@ def _log_length_generalisation(model, cfg, task, tracker, step: int) -> None:
     shown = [metric, *kind.length_plot_metrics]
     mechanism = cfg.model.attention.mechanism
     title = f"{task.name}: {', '.join(shown)} by length ({mechanism} attention)"
-    tracker.log_figure(lengths.figure(per_bucket, shown, title), "length_generalisation.png")
+    tracker.log_figure(length_buckets.figure(per_bucket, shown, title), "length_generalisation.png")
 
 
 def _register(tracker, model_uri: str, name: str) -> None:

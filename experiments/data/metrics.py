@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.vocab import END, PAD
+from experiments.data.vocab import END, PAD
 
 
 def accuracy(labels: np.ndarray, predictions: np.ndarray) -> float:

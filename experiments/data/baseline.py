@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks import metrics
-from experiments.tasks.split import Split
-from experiments.tasks.vocab import PAD
+from experiments.data import metrics
+from experiments.data.split import Split
+from experiments.data.vocab import PAD
 
 MAX_ROW_CLASSES = 4_000_000  # rows x classes: 32 MB per float64 matrix
 MAX_WEIGHTS = 1_000_000  # classes x features

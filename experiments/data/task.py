@@ -5,21 +5,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from experiments.tasks import kinds
-from experiments.tasks.kinds.base import TaskKind
-from experiments.tasks.split import Split
-from experiments.tasks.vocab import Vocab
+from experiments.data.split import Split
+from experiments.data.vocab import Vocab
 from text_tokenizer import Tokenizer
+
+if TYPE_CHECKING:  # the task module gives the kind object: the record never imports kinds
+    from experiments.kinds.base import TaskKind
 
 
 @dataclass
 class Task:
     """Everything a run needs from a task.
 
-    `kind` is given as a kind's name (`kinds.names()`) and resolved to its
-    `TaskKind`, which decides the model, loss, metrics and artifacts. `vocab`
-    is the input vocabulary, `target_vocab` the output one for seq2seq,
+    `kind` is the task's `TaskKind` object (`experiments.kinds.get(name)`, or
+    one of a kind of the task's own), which decides the model, loss, metrics
+    and artifacts. `vocab` is the input vocabulary, `target_vocab` the output
+    one for seq2seq,
     `class_names` the label names for classification. `probes` are fixed
     examples plotted over the epochs. `generalization` holds test examples
     longer than any seen in training (length generalisation), or None.
@@ -30,8 +33,8 @@ class Task:
     `duplicate_rows` counts the rows whose input repeats an earlier row's
     (all copies of an input go to one split: `split.split_indices`).
     `length_buckets` are the `(first, last)` lengths (inclusive) the
-    generalisation split is reported by (`lengths.buckets`), or None for at
-    most three buckets of equal width.
+    generalisation split is reported by (`length_buckets.buckets`), or None
+    for at most three buckets of equal width.
     """
 
     name: str
@@ -50,8 +53,11 @@ class Task:
     length_buckets: list[tuple[int, int]] | None = None
 
     def __post_init__(self):
-        if isinstance(self.kind, str):
-            self.kind = kinds.get(self.kind)
+        if not hasattr(self.kind, "build_model"):
+            raise ValueError(
+                f"task {self.name!r}: kind must be a TaskKind object "
+                f"(experiments.kinds.get(name)). Received: kind={self.kind!r}"
+            )
         if self.tokenizer is None:
             self.tokenizer = self.vocab.tokenizer()
         if self.tokenizer.tokens != self.vocab.tokens:

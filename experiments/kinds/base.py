@@ -19,16 +19,16 @@ import keras
 import numpy as np
 
 from experiments.config import ExperimentConfig, GenerateConfig
+from experiments.data import metrics, modeling
+from experiments.data.vocab import PAD, SPECIALS
 from experiments.errors import invalid_config
-from experiments.tasks import metrics, modeling
-from experiments.tasks.vocab import PAD, SPECIALS
 from keras_attn_rnn import mechanisms, samplers
 
 if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
     from matplotlib.figure import Figure
 
-    from experiments.tasks.split import Split
-    from experiments.tasks.task import Task
+    from experiments.data.split import Split
+    from experiments.data.task import Task
 
 
 # Version of the text card's layout (`TaskKind.text_card`).
@@ -54,7 +54,7 @@ class TaskKind:
     """Base of the task kinds; a subclass sets the class attributes and overrides what differs.
 
     Attributes:
-        name: the kind's registry name (`Task(kind=name)`).
+        name: the kind's registry name (`kinds.get(name)` makes one for a `Task`).
         model_type: the `keras_attn_rnn.models` class it trains.
         default_score: the attention score when `model.attention.score` is unset.
         default_bidirectional: the encoder's direction when `model.bidirectional` is unset.
@@ -225,7 +225,7 @@ class TaskKind:
     length_plot_metrics: tuple[str, ...] = ()
 
     def length_metrics(self, model, task: Task, split: Split) -> dict[str, float]:
-        """What a length bucket reports (`lengths.buckets`): `evaluate` by default."""
+        """What a length bucket reports (`length_buckets.buckets`): `evaluate` by default."""
         return self.evaluate(model, task, split)
 
     def test_metrics(self, model, task: Task, split: Split, gen_cfg: GenerateConfig) -> dict:

@@ -7,9 +7,9 @@ import html
 import numpy as np
 from matplotlib.figure import Figure
 
-from experiments.tasks import baseline, metrics, modeling
-from experiments.tasks.kinds.base import Artifacts, TaskKind
-from experiments.tasks.kinds.registry import register
+from experiments.data import baseline, metrics, modeling
+from experiments.kinds import register
+from experiments.kinds.base import Artifacts, TaskKind
 from keras_attn_rnn import models
 
 # The confusion matrix's figure shows at most this many classes, each cell with its count
@@ -21,6 +21,7 @@ DENSE_CLASSES = 100
 TICK_CHARS = 24  # the longest class name written on an axis
 
 
+@register
 class Classification(TaskKind):
     """Embedding -> (bi)RNN -> AttentionPooling -> softmax over `task.class_names`."""
 
@@ -191,6 +192,3 @@ def confusion_figure(cells: np.ndarray, class_names: list[str]) -> Figure:
 
 def _tick(name: str) -> str:
     return name if len(name) <= TICK_CHARS else name[: TICK_CHARS - 1] + "…"
-
-
-register(Classification())

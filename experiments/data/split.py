@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.tasks.vocab import END, START, UNK
+from experiments.data.vocab import END, START, UNK
 from text_tokenizer import Tokenizer
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from experiments.tasks import metrics
-from experiments.tasks.kinds.base import TaskKind, generate_defaults
-from experiments.tasks.kinds.registry import register
+from experiments.data import metrics
+from experiments.kinds import register
+from experiments.kinds.base import TaskKind, generate_defaults
 from keras_attn_rnn import models
 
 HEATMAP_TOKENS = 32  # a probe's causal heatmap shows its first tokens only
 
 
+@register
 class LanguageModel(TaskKind):
     """RNN -> causal SequenceAttention over its own past states -> next-token logits."""
 
@@ -62,6 +63,3 @@ class LanguageModel(TaskKind):
         n = min(HEATMAP_TOKENS, len(source))
         tokens = source[:n]
         return weights[:n, :n], tokens, tokens, f"probe {i}: causal self-attention"
-
-
-register(LanguageModel())

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.data import metrics, modeling
+from experiments.data import split as split_lib
+from experiments.data.vocab import END, PAD, START, UNK
 from experiments.errors import invalid_config
-from experiments.tasks import metrics, modeling
-from experiments.tasks import split as split_lib
-from experiments.tasks.kinds.base import GREEDY, TaskKind, generate_defaults
-from experiments.tasks.kinds.registry import register
-from experiments.tasks.vocab import END, PAD, START, UNK
+from experiments.kinds import register
+from experiments.kinds.base import GREEDY, TaskKind, generate_defaults
 from keras_attn_rnn import losses, mechanisms, models
 
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
 
 
+@register
 class Seq2Seq(TaskKind):
     """Encoder RNN -> attention decoder, trained with teacher forcing.
 
@@ -273,6 +274,3 @@ def _source_text(task, split, i: int) -> str:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-register(Seq2Seq())

@@ -16,8 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from experiments.tasks.split import Split
-from experiments.tasks.task import Task
+from experiments.data.split import Split
+from experiments.data.task import Task
 
 MAX_BUCKETS = 3
 
