@@ -9,26 +9,29 @@ any run, file or folder is created.
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from pathlib import Path
 from typing import Any, Literal
 
+import keras
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializeAsAny,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from experiments import bounded_input
 from experiments.errors import ConfigError, problem, shown
-from keras_attn_rnn import mechanisms, normalizers, samplers, scores
+from keras_attn_rnn import checks, mechanisms, models, normalizers, samplers, scores
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 MAX_CONFIG_BYTES = 1 << 20  # a config file is refused past 1 MiB, before it is parsed
@@ -394,11 +397,11 @@ with warnings.catch_warnings():
     class ModelConfig(_Section):
         embedding_dim: int = Field(64, ge=1)
         units: int = Field(64, ge=1)
-        rnn: Literal["lstm", "gru"] = "lstm"
+        rnn: str = "lstm"  # one of the library's `models.RNN_KINDS`
         bidirectional: bool | None = None
         num_layers: int = Field(1, ge=1, le=8)
         dropout: float = Field(0.0, ge=0.0, lt=1.0)
-        decoder: Literal["bahdanau", "luong"] = "bahdanau"
+        decoder: str = "bahdanau"  # one of the library's `models.DECODERS` (Seq2Seq's)
         attention: AttentionConfig = Field(default_factory=AttentionConfig)
         attention_layer_size: int | None = Field(None, ge=1)
         # copy attention (the pointer-generator, seq2seq): the model also copies source words,
@@ -406,6 +409,18 @@ with warnings.catch_warnings():
         # the task's largest number of unknown words in one source)
         copy: bool = False
         max_oov: int | None = Field(None, ge=0)
+
+        @field_validator("rnn")
+        @classmethod
+        def _library_rnn(cls, value: str) -> str:
+            checks.check_choice("rnn", value, models.RNN_KINDS)
+            return value
+
+        @field_validator("decoder")
+        @classmethod
+        def _library_decoder(cls, value: str) -> str:
+            checks.check_choice("decoder", value, models.DECODERS)
+            return value
 
         @model_validator(mode="after")
         def _max_oov_with_copy(self) -> ModelConfig:
@@ -429,7 +444,7 @@ class TrainConfig(_Section):
     batch_size: int = Field(64, ge=1)
     learning_rate: float = Field(1e-3, gt=0.0)
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 at the end
-    optimizer: Literal["adam", "adamw", "rmsprop", "sgd"] = "adam"
+    optimizer: str = "adam"  # any name `keras.optimizers.get` takes (adamw, rmsprop, lion, ...)
     clipnorm: float | None = Field(1.0, gt=0.0)
     seed: int = 0
     # true or "float16": Keras' mixed_float16 policy; "bfloat16": mixed_bfloat16
@@ -446,6 +461,42 @@ class TrainConfig(_Section):
     coverage_loss_weight: float = Field(0.0, ge=0.0)
     checkpoint_dir: str | None = None
     verbose: Literal[0, 1, 2] = 2
+
+    @field_validator("optimizer")
+    @classmethod
+    def _keras_optimizer(cls, value: str) -> str:
+        optimizer_class(value)
+        return value
+
+    def build_optimizer(self, **arguments) -> keras.optimizers.Optimizer:
+        """Keras' optimizer `optimizer` with `arguments` (`learning_rate`, `clipnorm`)."""
+        return optimizer_class(self.optimizer)(**arguments)
+
+
+def optimizer_class(name: str) -> type[keras.optimizers.Optimizer]:
+    """The class of Keras' optimizer `name`, named as `keras.optimizers.get` takes a name (a
+    class of `keras.optimizers` by its name or that name lower-cased: `adam`, `AdamW`,
+    `lion`), one built from keyword arguments alone. Found, not built: an optimizer's
+    variables would start the backend's runtime, which a multi-worker strategy must come
+    before."""
+    classes = {}
+    for class_name, member in vars(keras.optimizers).items():
+        if (
+            isinstance(member, type)
+            and issubclass(member, keras.optimizers.Optimizer)
+            and member is not keras.optimizers.Optimizer
+            and all(p.default is not p.empty for p in _named_parameters(member))
+        ):
+            classes[class_name] = classes[class_name.lower()] = member
+    if name not in classes:
+        names = ", ".join(repr(key) for key in sorted(classes) if key.islower())
+        raise ValueError(f"one of Keras' optimizers, {names}")
+    return classes[name]
+
+
+def _named_parameters(cls: type) -> list[inspect.Parameter]:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p for p in inspect.signature(cls).parameters.values() if p.kind in kinds]
 
 
 class TrackingConfig(_Section):
@@ -484,13 +535,18 @@ _OLDER_GENERATE_KEYS = {
 
 class GenerateConfig(_Section):
     """`generate`: one sampler of `keras_attn_rnn.samplers`, by its registered name and its
-    own constructor arguments (`sampler: beam` or `sampler: {name: top_k, k: 5}`), checked
-    by the sampler itself; the registry is the one list of samplers and options."""
+    own constructor arguments (`sampler: beam` or `sampler: {name: top_k, k: 5}`), built
+    once when the section is validated (its constructor checks them: the registry is the
+    one list of samplers and options) and kept as `built_sampler`, the object every
+    decoding of the run uses."""
 
     sampler: dict = Field(default_factory=lambda: {"name": "greedy"})
     max_length: int | None = Field(None, ge=1)
     prompts: list[str] = Field(default_factory=list)
     seed: int | None = 0
+
+    # the `Sampler` built from `sampler`, and the `sampler` it was built from
+    _built: tuple[dict, samplers.Sampler] | None = PrivateAttr(None)
 
     @model_validator(mode="before")
     @classmethod
@@ -530,18 +586,37 @@ class GenerateConfig(_Section):
                 "a sampler name, or a mapping with `name` and the sampler's arguments "
                 "(e.g. {name: top_k, k: 5})"
             )
-        arguments = {key: item for key, item in value.items() if key != "name"}
-        samplers.get(value["name"], **arguments)  # the sampler checks its own arguments
-        return {"name": value["name"], **arguments}
+        return {"name": value["name"], **{k: v for k, v in value.items() if k != "name"}}
+
+    @model_validator(mode="after")
+    def _build_sampler(self) -> GenerateConfig:
+        """Build the sampler (again only when `sampler` changed: validating an assignment to
+        another key keeps it); its constructor's error is `generate.sampler`'s."""
+        try:
+            self.built_sampler  # noqa: B018 - builds it
+        except ValueError as err:
+            details = InitErrorDetails(
+                type=PydanticCustomError("value_error", "{error}", {"error": str(err)}),
+                loc=("sampler",),
+                input=self.sampler,
+            )
+            raise ValidationError.from_exception_data(type(self).__name__, [details]) from None
+        return self
 
     @property
     def sampler_name(self) -> str:
         return self.sampler["name"]
 
-    def build_sampler(self, vocabulary_size: int | None = None) -> samplers.Sampler:
-        """The one `keras_attn_rnn.samplers.Sampler` this section describes."""
-        arguments = {key: value for key, value in self.sampler.items() if key != "name"}
-        return samplers.get(self.sampler_name, vocabulary_size, **arguments)
+    @property
+    def built_sampler(self) -> samplers.Sampler:
+        """The `keras_attn_rnn.samplers.Sampler` of `sampler`: the one built when the section
+        was validated (built again only for a `sampler` replaced without validation, by
+        `model_copy(update=...)`)."""
+        if self._built is None or self._built[0] != self.sampler:
+            arguments = {key: value for key, value in self.sampler.items() if key != "name"}
+            sampler = samplers.get(self.sampler_name, **arguments)
+            self._built = (dict(self.sampler), sampler)
+        return self._built[1]
 
 
 class ExperimentConfig(_Section):

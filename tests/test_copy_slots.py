@@ -15,9 +15,10 @@ from experiments_helpers import migrated_store, snapshot
 from experiments import config as config_lib
 from experiments.commands import main
 from experiments.data import metrics
+from experiments.data.modeling import GREEDY
 from experiments.data.vocab import END, PAD, START, UNK
 from experiments.errors import EXIT_CONFIG, ConfigError
-from experiments.kinds.base import GREEDY, P_GEN_LABEL
+from experiments.kinds.base import P_GEN_LABEL
 from experiments.tasks import build_task
 from experiments.tracking import model_logging, text_model
 from experiments.training import run as training_run

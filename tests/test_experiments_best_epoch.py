@@ -16,8 +16,8 @@ from scaleout_helpers import metric_steps
 from experiments.commands import main
 from experiments.config import validate
 from experiments.data import metrics
+from experiments.data.modeling import GREEDY
 from experiments.kinds import seq2seq
-from experiments.kinds.base import GREEDY
 from experiments.training import run as training_run
 from experiments.training.callbacks import Checkpoint
 

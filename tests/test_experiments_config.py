@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, snapshot, store_uri, write_config
 
 from experiments import config as config_lib
 from experiments.commands import build_parser, main
+from experiments.data.modeling import GREEDY
 from experiments.ready_configs import directory as configs_dir
 from experiments.training import run
 from keras_attn_rnn import mechanisms, scores
@@ -28,7 +30,7 @@ BAD_CASES = {
     "textcls_without_path": ({"task": {"name": "textcls"}}, [], "task.path"),
     "min_above_max": ({}, ["task.min_length=20", "task.max_length=5"], "task"),
     "dropout_out_of_range": ({}, ["model.dropout=1.5"], "model.dropout"),
-    "bad_optimizer": ({}, ["train.optimizer=adamax"], "train.optimizer"),
+    "bad_optimizer": ({}, ["train.optimizer=adamz"], "train.optimizer: got 'adamz'"),
     "bad_lr_schedule": ({}, ["train.lr_schedule=linear"], "train.lr_schedule"),
     "seq2seq_layers": ({"task": TINY_TASKS["reverse"]}, ["model.num_layers=2"], "model.num_layers"),
     "top_k_bad_k": ({}, ["generate.sampler={name: top_k, k: 0}"], "generate.sampler"),
@@ -224,12 +226,10 @@ def test_temperature_0_validates_and_generates_greedily(tmp_path):
     assert cfg.generate.sampler == {"name": "sample", "temperature": 0}
     model = task.kind.build_model(cfg, task)
     prompts = [task.vocab.encode(p) for p in task.prompts]
-    greedy = cfg.generate.model_copy(update={"sampler": {"name": "greedy"}})
     sampled = [
-        task.kind.decode(model, cfg.generate.model_copy(update={"seed": s}), prompts, 6)
-        for s in (0, 1)
+        task.kind.decode(model, cfg.generate.built_sampler, prompts, 6, seed=s) for s in (0, 1)
     ]
-    expected = task.kind.decode(model, greedy, prompts, 6)
+    expected = task.kind.decode(model, GREEDY, prompts, 6)
     np.testing.assert_array_equal(sampled[0], expected)
     np.testing.assert_array_equal(sampled[1], expected)
 
@@ -336,7 +336,7 @@ def test_configs_written_before_generate_sampler_mean_the_same_sampler():
     }
     cfg = config_lib.validate({"task": {"name": "reverse"}, "generate": older})
     assert cfg.generate.sampler == {"name": "beam", "beam_width": 3, "length_penalty": 0.6}
-    assert cfg.generate.build_sampler().get_config()["beam_width"] == 3
+    assert cfg.generate.built_sampler.get_config()["beam_width"] == 3
     greedy = config_lib.validate(
         {
             "task": {"name": "reverse"},
@@ -346,4 +346,47 @@ def test_configs_written_before_generate_sampler_mean_the_same_sampler():
     assert greedy.generate.sampler == {"name": "greedy", "temperature": 1.0}
     # the new form resolves once, and a name alone is the sampler with its defaults
     cfg = config_lib.validate({"task": {"name": "reverse"}, "generate": {"sampler": "top_p"}})
-    assert cfg.generate.build_sampler(vocabulary_size=10).get_config()["p"] == 0.9
+    assert cfg.generate.built_sampler.get_config()["p"] == 0.9
+
+
+def test_choices_the_library_or_keras_own_are_read_from_them():
+    """`model.rnn`, `model.decoder` and `train.optimizer` take what the library's models and
+    Keras take (no copy of the choices in the schema): any Keras optimizer by name."""
+    from keras_attn_rnn import models
+
+    base = {"task": TINY_TASKS["reverse"]}
+    for rnn in models.RNN_KINDS:
+        assert config_lib.validate({**base, "model": {"rnn": rnn}}).model.rnn == rnn
+    for decoder in models.DECODERS:
+        assert config_lib.validate({**base, "model": {"decoder": decoder}}).model.decoder == decoder
+    for name in ("lion", "nadam", "AdamW"):
+        cfg = config_lib.validate({**base, "train": {"optimizer": name}})
+        optimizer = cfg.train.build_optimizer(learning_rate=0.01, clipnorm=1.0)
+        assert type(optimizer) is type(keras.optimizers.get(name.lower()))
+        assert optimizer.clipnorm == 1.0
+    with pytest.raises(config_lib.ConfigError, match=r"train\.optimizer: got 'adamz'.*'lion'"):
+        config_lib.validate({**base, "train": {"optimizer": "adamz"}})
+
+
+def test_the_sampler_is_built_once_when_the_config_is_validated(monkeypatch):
+    """The run's one `Sampler` is built by validation and passed down: decoding builds none."""
+    from keras_attn_rnn import samplers
+
+    cfg = config_lib.validate(
+        {"task": TINY_TASKS["reverse"], "generate": {"sampler": {"name": "beam", "beam_width": 2}}}
+    )
+    sampler = cfg.generate.built_sampler
+    assert isinstance(sampler, samplers.BeamSampler) and sampler.beam_width == 2
+    built = []
+    init = samplers.BeamSampler.__init__
+    monkeypatch.setattr(
+        samplers.BeamSampler, "__init__", lambda self, **k: built.append(k) or init(self, **k)
+    )
+    cfg.generate.max_length = 3  # validating another key keeps it
+    assert cfg.generate.built_sampler is sampler
+    assert cfg.model_copy(deep=True).generate.built_sampler.beam_width == 2
+    prepared = run.validate(cfg)
+    task = prepared.task
+    model = task.kind.build_model(prepared.cfg, task)
+    task.kind.test_metrics(model, task, task.test.take(slice(0, 2)), prepared.cfg.generate)
+    assert built == []

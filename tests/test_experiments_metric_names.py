@@ -18,6 +18,7 @@ from experiments.config import GenerateConfig, validate
 from experiments.tasks import build_task
 from experiments.training import run as training_run
 from experiments.training.callbacks import EvalMetrics
+from keras_attn_rnn import samplers
 
 
 class _StubKind:
@@ -74,9 +75,10 @@ def test_test_exact_match_names_its_sampler(strategy, monkeypatch):
     used = []
     decode = kind.decode
 
-    def recording(model, gen_cfg, prompts, max_length, batch_size=None, min_length=None):
-        used.append(gen_cfg.sampler_name + ("" if min_length is None else "+oracle"))
-        return decode(model, gen_cfg, prompts, max_length, batch_size, min_length)
+    def recording(model, sampler, prompts, max_length, batch_size=None, min_length=None, seed=0):
+        name = samplers.REGISTRY.name_of(sampler)
+        used.append(name + ("" if min_length is None else "+oracle"))
+        return decode(model, sampler, prompts, max_length, batch_size, min_length, seed=seed)
 
     monkeypatch.setattr(kind, "decode", recording)
     options = {"beam": {"beam_width": 2}, "top_k": {"k": 2}}.get(strategy, {})

@@ -47,7 +47,7 @@ def _config(sampler):
 
 def test_the_config_takes_it_by_name_with_its_own_arguments(registered):
     cfg = _config({"name": "margin", "margin": 0.5})
-    sampler = cfg.generate.build_sampler(vocabulary_size=10)
+    sampler = cfg.generate.built_sampler
     assert isinstance(sampler, MarginSampler) and sampler.margin == 0.5
     with pytest.raises(config_lib.ConfigError, match="margin must be >= 0"):
         _config({"name": "margin", "margin": -1})

@@ -9,9 +9,9 @@ from fake_models import StepTableModel
 
 from experiments import kinds
 from experiments.data import metrics
+from experiments.data.modeling import GREEDY
 from experiments.data.split import Split
 from experiments.data.vocab import END
-from experiments.kinds.base import GREEDY
 
 V = 8  # fake target vocabulary: 0 pad, 1 <s>, 2 </s>, 3-7 tokens
 TARGETS = np.array(

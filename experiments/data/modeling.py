@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from experiments import backends
+from keras_attn_rnn import samplers
 from keras_attn_rnn.generation import generate
+
+# What the runner decodes with where no sampler is configured (the exact-match metrics, the
+# logged models' expected outputs): greedy decoding.
+GREEDY = samplers.get("greedy")
 
 
 def predict_logits(model, inputs, batch_size: int = 256) -> np.ndarray:
@@ -53,16 +58,18 @@ def forward(model, split, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray
 
 def decode(
     model,
-    gen_cfg,
+    sampler,
     prompts,
     max_length: int,
     batch_size: int | None = None,
     min_length=None,
     source_ext=None,
+    seed: int | None = 0,
     **token_ids,
 ) -> np.ndarray:
-    """Generate token ids (B, max_length) with the strategy of `gen_cfg` (a `GenerateConfig`),
-    `batch_size` prompts at a time (None: all at once).
+    """Generate token ids (B, max_length) with `sampler` (a built
+    `keras_attn_rnn.samplers.Sampler`: the run's `GenerateConfig.built_sampler`, or
+    `GREEDY`) and `seed`, `batch_size` prompts at a time (None: all at once).
 
     `prompts` are source ids (B, S) for a seq2seq model and lists of ids for a
     language model; `token_ids` are the `eos_id`/`start_id` the kind decodes with;
@@ -74,39 +81,39 @@ def decode(
         parts = [
             decode(
                 model,
-                gen_cfg,
+                sampler,
                 prompts[start : start + batch_size],
                 max_length,
                 min_length=None if min_length is None else min_length[start : start + batch_size],
                 source_ext=None if source_ext is None else source_ext[start : start + batch_size],
+                seed=seed,
                 **token_ids,
             )
             for start in range(0, len(prompts), batch_size)
         ]
         return np.concatenate(parts)
     result = generated(
-        model, gen_cfg, prompts, max_length, min_length, source_ext=source_ext, **token_ids
+        model,
+        sampler,
+        prompts,
+        max_length,
+        min_length,
+        source_ext=source_ext,
+        seed=seed,
+        **token_ids,
     )
     return np.asarray(result.tokens)
 
 
 def generated(
-    model, gen_cfg, prompts, max_length: int, min_length=None, source_ext=None, **token_ids
+    model, sampler, prompts, max_length: int, min_length=None, source_ext=None, seed=0, **token_ids
 ):
     """The `generation.GenerationResult` of `prompts` at once (see `decode`): the tokens,
     their scores, the attention, and a copying model's `p_gen`."""
     extra = {} if min_length is None else {"min_length": np.asarray(min_length)}
     if source_ext is not None:
         extra["source_ext"] = np.asarray(source_ext)
-    return generate(
-        model,
-        prompts,
-        max_length,
-        sampler=gen_cfg.build_sampler(),
-        seed=gen_cfg.seed,
-        **token_ids,
-        **extra,
-    )
+    return generate(model, prompts, max_length, sampler=sampler, seed=seed, **token_ids, **extra)
 
 
 def _compiled(model, with_attention: bool):

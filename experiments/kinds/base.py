@@ -18,23 +18,22 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
-from experiments.config import ExperimentConfig, GenerateConfig
 from experiments.data import metrics, modeling
+from experiments.data.modeling import GREEDY
 from experiments.data.vocab import PAD, SPECIALS
 from experiments.errors import invalid_config
 from keras_attn_rnn import mechanisms, samplers
 
-if TYPE_CHECKING:  # the Task record holds a kind, so kinds only name it in annotations
+if TYPE_CHECKING:  # the config, above the tasks, is named in annotations only
     from matplotlib.figure import Figure
 
+    from experiments.config import ExperimentConfig, GenerateConfig
     from experiments.data.split import Split
     from experiments.data.task import Task
 
 
 # Version of the text card's layout (`TaskKind.text_card`).
 CARD_FORMAT = 1
-# What the logged models decode with unless asked otherwise.
-GREEDY = GenerateConfig(sampler="greedy")
 # The label of the column a copying model's heatmaps add: its probability of generating.
 P_GEN_LABEL = "p_gen"
 
@@ -81,19 +80,13 @@ class TaskKind:
 
     # --- config and model -------------------------------------------------------
 
-    #: the attention mechanisms (`model.attention.mechanism`) this kind's model can use
-    attention_mechanisms: tuple[str, ...] = ("content",)
+    #: whether the kind's model takes an attention mechanism (`model.attention.mechanism`:
+    #: any of the library's registry); without, content attention only
+    takes_mechanism = False
 
     def check(self, cfg: ExperimentConfig) -> None:
         """Raise `ConfigError` for config values this kind cannot train."""
-        mechanism = cfg.model.attention.mechanism
-        if mechanism not in self.attention_mechanisms:
-            raise invalid_config(
-                "model.attention.mechanism",
-                mechanism,
-                f"one of {', '.join(repr(m) for m in self.attention_mechanisms)} for a "
-                f"{self.name} task (stateful mechanisms belong to the seq2seq decoder)",
-            )
+        self.check_attention(cfg)
         if cfg.model.copy and not self.copies:
             raise invalid_config(
                 "model.copy",
@@ -108,16 +101,26 @@ class TaskKind:
                 f"0 for a {self.name} task "
                 "(coverage sums a decoder's alignments over its steps: seq2seq only)",
             )
-        self.check_attention_options(cfg)
 
     #: options of `model.attention` the kind's model takes besides the mechanism's own
     #: (checked by the model's constructor when `run.validate` builds it once)
     attention_options: tuple[str, ...] = ()
 
-    def check_attention_options(self, cfg: ExperimentConfig) -> None:
-        """Every other key of `model.attention` is an option of the chosen mechanism (or one of
-        `attention_options`), with a value its constructor takes."""
+    def check_attention(self, cfg: ExperimentConfig) -> None:
+        """The one check of `model.attention`'s mechanism (its name is the registry's): every
+        other key is an argument of the mechanism's constructor (or one of
+        `attention_options`), and the constructor, given them, takes them (a units
+        placeholder where one is required); a kind whose model takes no mechanism takes
+        content attention only."""
         a = cfg.model.attention
+        content = mechanisms.REGISTRY.name_of(mechanisms.ContentAttention)
+        if not self.takes_mechanism and a.mechanism != content:
+            raise invalid_config(
+                "model.attention.mechanism",
+                a.mechanism,
+                f"{content!r} for a {self.name} task "
+                "(stateful mechanisms belong to the seq2seq decoder)",
+            )
         options = {
             k: v for k, v in (a.model_extra or {}).items() if k not in self.attention_options
         }
@@ -125,7 +128,7 @@ class TaskKind:
             return
         own = [k for k in mechanisms.REGISTRY.arguments(a.mechanism) if k not in _SHARED]
         for key in options:
-            if key not in own + list(self.attention_options):
+            if key not in own:
                 raise invalid_config(
                     f"model.attention.{key}",
                     options[key],
@@ -137,7 +140,6 @@ class TaskKind:
                         else ""
                     ),
                 )
-        # The constructor checks the values (a units placeholder where one is required).
         required = set(mechanisms.REGISTRY.arguments(a.mechanism))
         required -= set(mechanisms.REGISTRY.defaults(a.mechanism))
         trial = {"units": a.units or 1} if "units" in required else {}
@@ -230,7 +232,7 @@ class TaskKind:
 
     def test_metrics(self, model, task: Task, split: Split, gen_cfg: GenerateConfig) -> dict:
         """What the end of a run reports on `split`: `evaluate`, plus what the configured
-        sampler adds (seq2seq: exact match of beam search)."""
+        sampler (`gen_cfg.built_sampler`) adds (seq2seq: exact match of beam search)."""
         return self.evaluate(model, task, split)
 
     def attended_rows(self, split: Split) -> np.ndarray | None:
@@ -246,18 +248,28 @@ class TaskKind:
     def decode(
         self,
         model,
-        gen_cfg: GenerateConfig,
+        sampler,
         prompts,
         max_length: int,
         batch_size=None,
         min_length=None,
         source_ext=None,
+        seed: int | None = 0,
     ) -> np.ndarray:
-        """Generated token ids (B, max_length) for `prompts`, `batch_size` at a time; with
-        `min_length` (B,) no row ends before it holds that many tokens; `source_ext` (B, S):
-        a copying model's sources in extended ids (see `modeling.decode`)."""
+        """Generated token ids (B, max_length) for `prompts` with `sampler` (a built sampler:
+        `GenerateConfig.built_sampler`, or `modeling.GREEDY`) and `seed`, `batch_size` at a
+        time; with `min_length` (B,) no row ends before it holds that many tokens;
+        `source_ext` (B, S): a copying model's sources in extended ids (see
+        `modeling.decode`)."""
         return modeling.decode(
-            model, gen_cfg, prompts, max_length, batch_size, min_length, source_ext=source_ext
+            model,
+            sampler,
+            prompts,
+            max_length,
+            batch_size,
+            min_length,
+            source_ext=source_ext,
+            seed=seed,
         )
 
     def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:

@@ -42,7 +42,8 @@ class LanguageModel(TaskKind):
             return []
         prompts = (gen_cfg.prompts or task.prompts)[:count]
         ids = [task.tokenizer.encode(p) for p in prompts]  # as the served text model does
-        decoded = self.decode(model, gen_cfg, ids, self.decode_length(task, gen_cfg))
+        length = self.decode_length(task, gen_cfg)
+        decoded = self.decode(model, gen_cfg.built_sampler, ids, length, seed=gen_cfg.seed)
         return [
             {"prompt": p, "continuation": task.vocab.decode(row)}
             for p, row in zip(prompts, decoded)

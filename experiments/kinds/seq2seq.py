@@ -6,11 +6,12 @@ import numpy as np
 
 from experiments.data import metrics, modeling
 from experiments.data import split as split_lib
+from experiments.data.modeling import GREEDY
 from experiments.data.vocab import END, PAD, START, UNK
 from experiments.errors import invalid_config
 from experiments.kinds import register
-from experiments.kinds.base import GREEDY, TaskKind, generate_defaults
-from keras_attn_rnn import losses, mechanisms, models
+from experiments.kinds.base import TaskKind, generate_defaults
+from keras_attn_rnn import losses, models
 
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
@@ -34,11 +35,7 @@ class Seq2Seq(TaskKind):
     metric_names = ("token_accuracy", "exact_match_greedy")
     primary_metric = "test_exact_match_greedy"
 
-    @property
-    def attention_mechanisms(self):
-        """Every registered mechanism (read when a config is checked: a new one is usable)."""
-        return mechanisms.names()
-
+    takes_mechanism = True  # the decoder takes any mechanism of the library's registry
     has_coverage = True
     copies = True
 
@@ -133,18 +130,22 @@ class Seq2Seq(TaskKind):
         test figure)."""
         out = self.length_metrics(model, task, split)
         if gen_cfg.sampler_name == "beam":
-            out["exact_match_beam"] = self.exact_match(model, gen_cfg, split)
+            out["exact_match_beam"] = self.exact_match(
+                model, gen_cfg.built_sampler, split, gen_cfg.seed
+            )
         return out
 
-    def exact_match(self, model, gen_cfg, split) -> float:
-        """Exact match of `split` decoded with `gen_cfg`, up to the split's target length."""
+    def exact_match(self, model, sampler, split, seed=0) -> float:
+        """Exact match of `split` decoded with `sampler` (built), up to the split's target
+        length."""
         targets = split.targets
         decoded = self.decode(
             model,
-            gen_cfg,
+            sampler,
             split.x,
             targets.shape[1],
             batch_size=EVAL_BATCH,
+            seed=seed,
             **_copy_inputs(split),
         )
         return metrics.exact_match(targets, decoded)
@@ -174,23 +175,25 @@ class Seq2Seq(TaskKind):
     def decode(
         self,
         model,
-        gen_cfg,
+        sampler,
         prompts,
         max_length,
         batch_size=None,
         min_length=None,
         source_ext=None,
+        seed=0,
     ):
         """Decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a
         copying model reads `source_ext` (default: the prompts, as the library's)."""
         return modeling.decode(
             model,
-            gen_cfg,
+            sampler,
             prompts,
             max_length,
             batch_size,
             min_length,
             source_ext=source_ext,
+            seed=seed,
             eos_id=END,
             start_id=START,
         )
@@ -204,9 +207,10 @@ class Seq2Seq(TaskKind):
         split = task.test.take(slice(0, count))
         result = modeling.generated(
             model,
-            gen_cfg,
+            gen_cfg.built_sampler,
             split.x,
             self.decode_length(task, gen_cfg),
+            seed=gen_cfg.seed,
             **_copy_inputs(split),
             eos_id=END,
             start_id=START,

@@ -16,8 +16,7 @@ from pathlib import Path
 import keras
 from keras import ops
 
-from experiments.tracking.text_model import classifies
-from keras_attn_rnn import samplers
+from experiments.tracking.text_model import card_sampler, classifies
 
 # The input of every serving function: int32 token ids `(B, L)`, 0-padded on the right.
 TOKENS_SPEC = keras.InputSpec(shape=(None, None), dtype="int32", name="tokens")
@@ -58,10 +57,10 @@ class ServingModel(keras.Model):
             self.max_length = int(options["max_length"])
             self.start_id, self.end_id = card.get("start_id"), card.get("end_id")
             # the card's value of every argument this sampler takes (`beam_width` overridden)
-            arguments = {key: options[key] for key in samplers.arguments(sampler) if key in options}
+            chosen = {**options, "sampler": sampler}
             if beam_width is not None:
-                arguments["beam_width"] = int(beam_width)
-            self.sampler = samplers.get(sampler, len(card["output"]["tokens"]), **arguments)
+                chosen["beam_width"] = int(beam_width)
+            self.sampler = card_sampler(chosen, len(card["output"]["tokens"]))
         self.built = True  # the trained model is built; nothing of its own to build
 
     def call(self, tokens):

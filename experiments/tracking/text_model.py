@@ -235,13 +235,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
             ids = _padded([e.ids for e in extended])
             copy_inputs["source_ext"] = _padded([e.extended for e in extended])
         try:
-            # the card holds every option (MLflow's params schema fills them all in):
-            # the sampler is built from the ones it takes
-            name = options["sampler"]
-            samplers.check_name(name)
-            sampler = samplers.get(
-                name, **{key: options[key] for key in samplers.arguments(name) if key in options}
-            )
+            sampler = card_sampler(options)
             steps = int(options["max_length"])
             longest = max(len(row) for row in ids)
             attended = longest + steps if self.card["attends_generated"] else longest
@@ -314,3 +308,14 @@ def _padded(rows: list[list[int]]) -> np.ndarray:
 
 
 mlflow.models.set_model(TextModel())
+
+
+def card_sampler(options: dict, vocabulary_size: int | None = None) -> samplers.Sampler:
+    """The sampler a text card's generation options name (`options["sampler"]`), built from
+    the options it takes: the boundary where a card (JSON, in the serving process) becomes
+    a `keras_attn_rnn.samplers.Sampler`, as `GenerateConfig.built_sampler` is the run's.
+    The card holds every option (MLflow's params schema fills them all in); the sampler's
+    constructor checks the ones it takes (`vocabulary_size`: those counted in tokens)."""
+    name = options["sampler"]
+    taken = {key: options[key] for key in samplers.arguments(name) if key in options}
+    return samplers.get(name, vocabulary_size, **taken)

@@ -261,7 +261,7 @@ def compile_model(model, cfg, task) -> None:
     if cfg.train.clipnorm:
         kwargs["clipnorm"] = cfg.train.clipnorm
     model.compile(
-        optimizer=OPTIMIZERS[cfg.train.optimizer](**kwargs),
+        optimizer=cfg.train.build_optimizer(**kwargs),
         loss=task.kind.loss(cfg),
         metrics=list(task.kind.fit_metrics) or None,
         jit_compile=backends.current().jit_compile(cfg.train.jit_compile),
