@@ -1,7 +1,8 @@
 """Typed experiment configuration: YAML in, validated pydantic models out.
 
-A config has five sections: `task`, `model`, `train`, `tracking` and
-`generate`. Every section forbids unknown keys. `--set a.b=value` overrides
+A config has five sections: `task` (the section of the task `task.name` names,
+defined in that task's module: `experiments.tasks`), `model`, `train`,
+`tracking` and `generate`. Every section forbids unknown keys. `--set a.b=value` overrides
 are parsed as YAML (safe-loaded, within `bounded_input`'s bounds, as config
 files are) and validated with the rest, so a bad value is rejected before
 any run, file or folder is created.
@@ -18,7 +19,6 @@ from typing import Any, Literal
 import keras
 import yaml
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -29,332 +29,18 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from experiments import bounded_input
+from experiments import bounded_input, tasks
+from experiments.data.sections import Section, TaskSection
 from experiments.errors import ConfigError, problem, shown
 from keras_attn_rnn import checks, mechanisms, models, normalizers, samplers, scores
 
-MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 MAX_CONFIG_BYTES = 1 << 20  # a config file is refused past 1 MiB, before it is parsed
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+# --- model, train, tracking, generate (the task's section is its module's) -----
 
 
-# --- task -----------------------------------------------------------------
-
-
-class TaskSection(_Section):
-    """The keys every task section has; a task's own section subclasses it, adds
-    `name: Literal["<task>"]` and its keys, and is registered with `register_task`."""
-
-    name: str
-    seed: int = 0
-    val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
-    test_fraction: float = Field(0.1, lt=0.5)
-    num_probes: int = Field(4, ge=1, le=32)
-
-    @field_validator("test_fraction")
-    @classmethod
-    def _test_rows_of_its_own(cls, value: float) -> float:
-        if not value > 0:
-            raise ValueError(
-                "greater than 0: the test_* metrics need test rows of their own "
-                "(with 0 they would score the validation rows again)"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _length_range(self) -> TaskSection:
-        low, high = getattr(self, "min_length", None), getattr(self, "max_length", None)
-        if low is not None and high is not None and low > high:
-            raise ValueError(f"task.min_length <= task.max_length, got {low} > {high}")
-        return self
-
-
-class NeedleTask(TaskSection):
-    """Random token sequences; one marked token carries the label."""
-
-    name: Literal["needle"]
-    num_examples: int = Field(4000, ge=16)
-    num_classes: int = Field(4, ge=2, le=64)
-    num_fillers: int = Field(40, ge=2)
-    min_length: int = Field(10, ge=2)
-    max_length: int = Field(30, ge=2, le=MAX_SEQUENCE_LENGTH)
-
-
-class TextClsTask(TaskSection):
-    """A CSV/JSONL file of `text,label` rows, or IMDB via `keras.datasets`."""
-
-    name: Literal["textcls"]
-    path: str | None = None
-    source: Literal["file", "imdb"] = "file"
-    text_field: str = "text"
-    label_field: str = "label"
-    max_vocab: int = Field(20000, ge=10)
-    max_length: int = Field(200, ge=2, le=MAX_SEQUENCE_LENGTH)
-    lowercase: bool = True
-
-    # the longest row of the file, in characters (a longer one is refused after reading this
-    # many: a file without newlines costs no more)
-    max_row_chars: int = Field(1_000_000, ge=100)
-    # the most distinct labels (classes): past it the data is refused before training
-    max_labels: int = Field(1000, ge=2)
-
-    @field_validator("path")
-    @classmethod
-    def _path_exists(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        problem = bounded_input.path_problem(value)
-        if problem is not None:
-            raise ValueError(f"an existing .csv or .jsonl file; {value} {problem}")
-        if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
-            raise ValueError("a file ending in .csv or .jsonl")
-        real = Path(value).resolve()
-        if real.suffix.lower() not in (".csv", ".jsonl", ".json"):
-            raise ValueError(f"a .csv or .jsonl file; {value} links to {real}, which is not one")
-        return str(Path(value).resolve())
-
-    @model_validator(mode="after")
-    def _needs_path(self) -> TextClsTask:
-        if self.source == "file" and self.path is None:
-            raise ValueError("a task.path to a .csv or .jsonl file when task.source is 'file'")
-        return self
-
-
-def _bucket_starts(starts: list[int], low: int, high: int) -> str | None:
-    """What is wrong with `task.length_buckets` (the first length of each generalisation
-    bucket: a bucket runs to the next one's start - 1, the last to `high`), or None."""
-    increasing = all(a < b for a, b in zip(starts, starts[1:]))
-    if starts and starts[0] == low and starts[-1] <= high and increasing:
-        return None
-    return (
-        f"the first length of each bucket of the longer examples, increasing from {low} "
-        f"to at most {high}"
-    )
-
-
-class _StringTask(TaskSection):
-    """The keys of the random-string tasks (`reverse`, `copy`)."""
-
-    num_examples: int = Field(6000, ge=16)
-    alphabet_size: int = Field(12, ge=2, le=26)
-    min_length: int = Field(4, ge=1)
-    max_length: int = Field(10, ge=1, le=MAX_SEQUENCE_LENGTH)
-    # length generalisation: also evaluate on strings of these (longer) lengths
-    test_min_length: int | None = Field(None, ge=1)
-    test_max_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
-    # the first length of each reported bucket of those (default: three of equal width)
-    length_buckets: list[int] | None = None
-
-    @model_validator(mode="after")
-    def _longer_test_lengths(self) -> _StringTask:
-        low, high = self.test_min_length, self.test_max_length
-        if (low is None) != (high is None):
-            raise ValueError("task.test_min_length and task.test_max_length together, or neither")
-        if low is not None and not self.max_length < low <= high:
-            raise ValueError(
-                f"task.max_length < task.test_min_length <= task.test_max_length, "
-                f"got {self.max_length}, {low}, {high}"
-            )
-        if self.length_buckets is not None:
-            if low is None:
-                raise ValueError(
-                    "task.length_buckets cuts the longer strings: it needs "
-                    "task.test_min_length and task.test_max_length"
-                )
-            wrong = _bucket_starts(self.length_buckets, low, high)
-            if wrong:
-                raise ValueError(f"task.length_buckets: {wrong}, got {self.length_buckets}")
-        return self
-
-
-class ReverseTask(_StringTask):
-    """Reverse a random string; ground-truth alignment is `S-1-t`."""
-
-    name: Literal["reverse"]
-
-
-class CopyTask(_StringTask):
-    """Copy a random string; ground-truth alignment is `t`. By default the length
-    generalisation benchmark: train on 4-12 letters, test on 13-48 in buckets 13-16, 17-20,
-    21-24, 25-48."""
-
-    name: Literal["copy"]
-    num_examples: int = Field(10000, ge=16)
-    min_length: int = Field(4, ge=1)
-    max_length: int = Field(12, ge=1, le=MAX_SEQUENCE_LENGTH)
-    test_min_length: int | None = Field(13, ge=1)
-    test_max_length: int | None = Field(48, ge=1, le=MAX_SEQUENCE_LENGTH)
-    length_buckets: list[int] | None = Field(default_factory=lambda: [13, 17, 21, 25])
-
-
-class LookupTask(TaskSection):
-    """Long lookup tables (Liška et al. 2018; Dubois et al. 2020): an input bit string and
-    the tables to apply to it in turn; the target is the input and each intermediate result."""
-
-    name: Literal["lookup"]
-    num_tables: int = Field(8, ge=1, le=26)
-    bits: int = Field(3, ge=1, le=6)
-    bijective: bool = True  # each table a permutation of the bit strings (as Dubois et al.)
-    num_examples: int = Field(10000, ge=16)
-    train_compositions: int = Field(4, ge=1, le=16)  # tables per training input: 1..this
-    # length generalisation: also evaluate on train_compositions+1 .. test_compositions tables
-    test_compositions: int | None = Field(9, ge=2, le=64)
-    reversed: bool = False  # the tables written in the order of t3(t2(t1(x))): "t3 t2 t1 000"
-
-    @model_validator(mode="after")
-    def _more_test_compositions(self) -> LookupTask:
-        if self.test_compositions is not None and (
-            self.test_compositions <= self.train_compositions
-        ):
-            raise ValueError(
-                f"task.test_compositions > task.train_compositions, "
-                f"got {self.test_compositions} <= {self.train_compositions}"
-            )
-        return self
-
-
-# SCAN's length split (Lake & Baroni 2018): train on commands of up to 22 actions, test on
-# those of 24 to 48 (no command has 23).
-SCAN_TRAIN_ACTIONS = 22
-SCAN_TEST_ACTIONS = (24, 48)
-
-
-class ScanTask(TaskSection):
-    """SCAN commands and their action sequences (Lake & Baroni 2018), length split."""
-
-    name: Literal["scan"]
-    # training rows kept (after val and test are held out of the short commands); None: all
-    train_size: int | None = Field(None, ge=16)
-    # the first action count of each reported bucket of the longer commands
-    length_buckets: list[int] = Field(default_factory=lambda: [24, 29, 34])
-
-    @field_validator("length_buckets")
-    @classmethod
-    def _buckets_of_the_longer_commands(cls, value: list[int]) -> list[int]:
-        wrong = _bucket_starts(value, *SCAN_TEST_ACTIONS)
-        if wrong:
-            raise ValueError(wrong)
-        return value
-
-
-class DatesTask(TaskSection):
-    """Human-written dates in many formats, mapped to ISO 8601."""
-
-    name: Literal["dates"]
-    num_examples: int = Field(10000, ge=16)
-    min_year: int = Field(1950, ge=1)
-    max_year: int = Field(2050, le=9999)
-
-
-class AdditionTask(TaskSection):
-    """`"535+61" -> "596"`, as in the keras.io addition example."""
-
-    name: Literal["addition"]
-    num_examples: int = Field(50000, ge=16)
-    digits: int = Field(3, ge=1, le=6)
-    reverse_input: bool = True
-    # length generalisation: also evaluate on operands of digits+1 .. test_digits digits
-    test_digits: int | None = Field(None, ge=2, le=12)
-
-    @model_validator(mode="after")
-    def _more_test_digits(self) -> AdditionTask:
-        if self.test_digits is not None and self.test_digits <= self.digits:
-            raise ValueError(
-                f"task.test_digits > task.digits, got {self.test_digits} <= {self.digits}"
-            )
-        return self
-
-
-class CharLMTask(TaskSection):
-    """Character language model over a text file (default: `pydoc_data.topics`)."""
-
-    name: Literal["charlm"]
-    path: str | None = None
-    max_chars: int = Field(200000, ge=100)
-    seq_length: int = Field(64, ge=4, le=MAX_SEQUENCE_LENGTH)
-    stride: int | None = Field(None, ge=1)
-    max_vocab: int = Field(96, ge=4)
-
-    @field_validator("path")
-    @classmethod
-    def _path_exists(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        problem = bounded_input.path_problem(value)
-        if problem is not None:
-            raise ValueError(f"an existing text file; {value} {problem}")
-        return str(Path(value).resolve())
-
-
-class CopySlotsTask(TaskSection):
-    """Templated sentences rewritten into another order, their slot words (names, places,
-    numbers) to be copied: the validation and test rows hold only slot words no training row
-    holds, unknown to the vocabulary (made of the training words seen in `min_count` rows)."""
-
-    name: Literal["copy_slots"]
-    num_examples: int = Field(4000, ge=16)
-    # words in each pool of slot words (names, places, numbers)
-    pool_size: int = Field(3000, ge=8, le=100_000)
-    # of each pool, the words only the validation and test rows use
-    held_out_fraction: float = Field(0.25, gt=0.0, lt=1.0)
-    # training words in fewer rows are left out of the vocabulary (copied, not generated)
-    min_count: int = Field(4, ge=1)
-
-
-# The task sections by task name: `task.name` picks one (see `register_task`).
-_TASK_SECTIONS: dict[str, type[TaskSection]] = {}
-
-
-def register_task(name: str, section: type[TaskSection]) -> type[TaskSection]:
-    """Validate the `task` section of a config whose `task.name` is `name` with `section`
-    (a new name, or the same section again); return `section`. `experiments.tasks.register`
-    calls this with the task's builder."""
-    if not (isinstance(section, type) and issubclass(section, TaskSection)):
-        raise ValueError(
-            f"a task section must be a TaskSection subclass. Received: section={section!r}"
-        )
-    if _TASK_SECTIONS.get(name, section) is not section:
-        raise ValueError(
-            f"task {name!r} is registered already (to {_TASK_SECTIONS[name].__name__}). "
-            f"Received: section={section.__name__}"
-        )
-    _TASK_SECTIONS[name] = section
-    return section
-
-
-def unregister_task(name: str) -> None:
-    """Forget the task section registered as `name`, if any."""
-    _TASK_SECTIONS.pop(name, None)
-
-
-def task_names() -> tuple[str, ...]:
-    """The registered task names, in registration order."""
-    return tuple(_TASK_SECTIONS)
-
-
-# The runner's own tasks (`experiments.tasks` registers their builders with these).
-for _name, _section in {
-    "needle": NeedleTask,
-    "textcls": TextClsTask,
-    "reverse": ReverseTask,
-    "dates": DatesTask,
-    "addition": AdditionTask,
-    "charlm": CharLMTask,
-    "copy": CopyTask,
-    "lookup": LookupTask,
-    "scan": ScanTask,
-    "copy_slots": CopySlotsTask,
-}.items():
-    register_task(_name, _section)
-
-
-# --- model, train, tracking, generate ---------------------------------------
-
-
-class AttentionConfig(_Section):
+class AttentionConfig(Section):
     """`model.attention`: the score, normalizer and mechanism by their registered names,
     and any other key an option of the chosen mechanism (`filters: 32` for `location`) or of
     the task's model (`TaskKind.attention_options`), checked with the task's kind by the
@@ -394,7 +80,7 @@ class AttentionConfig(_Section):
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", 'Field name "copy"', UserWarning)
 
-    class ModelConfig(_Section):
+    class ModelConfig(Section):
         embedding_dim: int = Field(64, ge=1)
         units: int = Field(64, ge=1)
         rnn: str = "lstm"  # one of the library's `models.RNN_KINDS`
@@ -432,14 +118,14 @@ with warnings.catch_warnings():
             return self
 
 
-class EarlyStoppingConfig(_Section):
+class EarlyStoppingConfig(Section):
     monitor: str = "val_loss"
     patience: int = Field(3, ge=0)
     mode: Literal["auto", "min", "max"] = "auto"
     min_delta: float = Field(0.0, ge=0.0)
 
 
-class TrainConfig(_Section):
+class TrainConfig(Section):
     epochs: int = Field(10, ge=1)
     batch_size: int = Field(64, ge=1)
     learning_rate: float = Field(1e-3, gt=0.0)
@@ -499,7 +185,7 @@ def _named_parameters(cls: type) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(cls).parameters.values() if p.kind in kinds]
 
 
-class TrackingConfig(_Section):
+class TrackingConfig(Section):
     experiment: str = Field("keras-attn-rnn", min_length=1)
     run_name: str | None = None
     heatmap_every: int = Field(1, ge=1)  # epochs between two steps of the attention images
@@ -533,7 +219,7 @@ _OLDER_GENERATE_KEYS = {
 }
 
 
-class GenerateConfig(_Section):
+class GenerateConfig(Section):
     """`generate`: one sampler of `keras_attn_rnn.samplers`, by its registered name and its
     own constructor arguments (`sampler: beam` or `sampler: {name: top_k, k: 5}`), built
     once when the section is validated (its constructor checks them: the registry is the
@@ -619,7 +305,7 @@ class GenerateConfig(_Section):
         return self._built[1]
 
 
-class ExperimentConfig(_Section):
+class ExperimentConfig(Section):
     task: SerializeAsAny[TaskSection]
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
@@ -629,17 +315,19 @@ class ExperimentConfig(_Section):
     @field_validator("task", mode="before")
     @classmethod
     def _registered_task(cls, value: Any) -> Any:
-        """The section of the task `task.name` names, from the registry (`register_task`)."""
+        """The section of the task `task.name` names, from the task registry
+        (`experiments.tasks`: its modules and those of `ATTN_RNN_TASK_PACKAGES`)."""
         if not isinstance(value, dict):
             return value  # a section already, or refused as no mapping
         name = value.get("name", _MISSING)
-        if not isinstance(name, str) or name not in _TASK_SECTIONS:
+        names = tasks.names()
+        if not isinstance(name, str) or name not in names:
             raise PydanticCustomError(
                 "task_name",
                 "unknown task",
-                {"tag": name, "expected_tags": ", ".join(map(repr, _TASK_SECTIONS))},
+                {"tag": name, "expected_tags": ", ".join(map(repr, names))},
             )
-        return _TASK_SECTIONS[name].model_validate(value)
+        return tasks.section(name).model_validate(value)
 
 
 # --- loading ----------------------------------------------------------------

@@ -38,6 +38,11 @@ README_NOT_RUN = [
         "tests/test_experiments_serving.py runs it",
     ),
     (
+        "# my_tasks/majority.py",
+        "a module of a package of your own; "
+        "tests/test_new_task_kind.py imports this block as one and builds its task",
+    ),
+    (
         "import mlflow",
         "loads the champion of a finished study; tests/test_scaleout_tune.py does",
     ),

@@ -45,7 +45,7 @@ from experiments.commands import main
 from experiments.data.split import pad
 from experiments.data.vocab import END, START, UNK, Vocab
 from experiments.errors import EXIT_CONFIG
-from experiments.tasks import addition, textcls
+from experiments.tasks import textcls
 from experiments.tracking import model_logging, text_model
 from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run
@@ -237,7 +237,7 @@ def _assert_records(got: list[dict], expected: list[dict]) -> None:
 def _classify(entry, texts):
     """The runner's encoding and logits for raw texts (textcls)."""
     task = entry["task"]
-    ids = [task.tokenizer.encode(t) for t in texts]  # as `textcls.build` encodes its rows
+    ids = [task.tokenizer.encode(t) for t in texts]  # as `TextClsTask.build` encodes its rows
     tokens = pad(ids)
     logits, weights = entry["model"](tokens, training=False, return_attention_scores=True)
     return ids, np.asarray(logits, "float64"), np.asarray(weights, "float64")
@@ -540,7 +540,7 @@ def test_text_codec_encodes_characters_like_the_runner(text):
 def test_text_codec_encodes_words_like_textcls(text, lowercase):
     words = Vocab(["it", "was", "great", ",", "!", "A"], joiner=" ")
     options = types.SimpleNamespace(lowercase=lowercase, max_length=4)
-    runner = textcls.tokenizer(options, words)  # as `textcls.build` makes it
+    runner = textcls.tokenizer(options, words)  # as `TextClsTask.build` makes it
     # a card as earlier versions wrote it (the keys they set), and as this one does
     old = {"split": "regex", "pattern": textcls.TOKEN_PATTERN, "lowercase": lowercase}
     old |= {"max_tokens": 4, "empty_as_unknown": True}
@@ -557,7 +557,7 @@ def test_text_codec_encodes_words_like_textcls(text, lowercase):
 @given(a=st.integers(0, 99), b=st.integers(0, 99), reverse=st.booleans())
 def test_text_codec_encodes_questions_like_addition(a, b, reverse):
     task = {"name": "addition", "digits": 2, "num_examples": 16, "reverse_input": reverse}
-    runner = addition.build(config_lib.validate({"task": task}).task).tokenizer
+    runner = config_lib.validate({"task": task}).task.build().tokenizer
     digits = Vocab(list("0123456789+ "))
     old = {"split": "chars", "pad_to": 5, "reverse": reverse}  # as earlier versions wrote it
     question = f"{a}+{b}".ljust(5)  # padded to two operands and "+", as keras.io's example

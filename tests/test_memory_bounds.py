@@ -27,15 +27,14 @@ from experiments.commands import main
 print("EXIT", main(["run", sys.argv[1]]), flush=True)
 """
 
-# `textcls.build` of a CSV file: the task's size, or the refusal.
+# `TextClsTask.build` of a CSV file: the task's size, or the refusal.
 TEXTCLS = """
 import sys
 from experiments import config
 from experiments.errors import ConfigError
-from experiments.tasks import textcls
 section = config.validate({"task": {"name": "textcls", "path": sys.argv[1], "max_length": 12}})
 try:
-    print("BUILT", len(textcls.build(section.task).class_names), flush=True)
+    print("BUILT", len(section.task.build().class_names), flush=True)
 except ConfigError as err:
     print("REFUSED", err, flush=True)
 """

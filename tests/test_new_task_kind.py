@@ -1,21 +1,38 @@
-"""A new task kind is one class plus its registration, and a new task one builder and config
-section plus theirs: a run trains it from a config, tracks it and logs its text model, with
-no edit under `experiments/`."""
+"""A new task is one module plus its YAML, and a new task kind one class in a module: here
+both live in a package of their own (`my_tasks`, written to a temporary folder on
+`sys.path` and named by `ATTN_RNN_TASK_PACKAGES`), and a run trains the task from its
+YAML, tracks it and logs its text model, with no edit under `experiments/`."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+import sys
+from pathlib import Path
 from typing import Literal
 
 import mlflow
-import numpy as np
 import pytest
 from experiments_helpers import migrated_store, runs, write_config
-from pydantic import Field
 
 from experiments import config as config_lib
 from experiments import kinds, tasks
 from experiments.commands import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The whole task: its kind, its config section, its builder and their registrations.
+MAJORITY = '''
+"""`majority`: which letter a string of `a` and `b` holds more of (a plugin's task)."""
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from experiments import kinds, tasks
 from experiments.data import modeling
+from experiments.data.sections import TaskSection
 from experiments.data.split import Split, make_splits, pad
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -23,8 +40,9 @@ from experiments.kinds import TaskKind
 from keras_attn_rnn import models
 
 
+@kinds.register
 class Majority(TaskKind):
-    """Which letter a sequence holds more of, scored by its error rate (a test's kind)."""
+    """One label per string, scored by its error rate."""
 
     name = "majority"
     model_type = "AttentiveClassifier"
@@ -49,7 +67,7 @@ class Majority(TaskKind):
         return {"error_rate": float(np.mean(np.argmax(logits, -1) != split.y))}
 
     def attended_rows(self, split):
-        return None  # one pooling row per sequence
+        return None  # one pooling row per string
 
     def serving_output(self, model, cfg, tokens):
         return modeling.predict_logits(model, tokens)
@@ -62,42 +80,88 @@ class Majority(TaskKind):
         return weights[None, : len(source)], source, [guess], f"probe {i}: {guess}"
 
 
-class MajorityTask(config_lib.TaskSection):
-    """`task` of the majority task: strings of `a` and `b` of one odd length."""
+@tasks.register
+class MajorityTask(TaskSection):
+    """Strings of `a` and `b` of one odd length."""
 
     name: Literal["majority"]
     num_examples: int = Field(64, ge=16)
     length: int = Field(7, ge=1, le=31)
 
+    def build(self) -> Task:
+        rng = np.random.default_rng(self.seed)
+        vocab = Vocab(["a", "b"])
+        texts = ["".join(rng.choice(["a", "b"], self.length)) for _ in range(self.num_examples)]
+        labels = np.array([int(t.count("b") > t.count("a")) for t in texts], "int32")
+        data = Split(pad([vocab.encode(t) for t in texts], self.length), labels)
+        splits = make_splits(data, self, rng)
+        return Task(self.name, kinds.get("majority"), vocab, *splits, class_names=["a", "b"])
+'''
 
-def build_majority(cfg: MajorityTask) -> Task:
-    rng = np.random.default_rng(cfg.seed)
-    vocab = Vocab(["a", "b"])
-    texts = ["".join(rng.choice(["a", "b"], cfg.length)) for _ in range(cfg.num_examples)]
-    labels = np.array([int(t.count("b") > t.count("a")) for t in texts], "int32")
-    data = Split(pad([vocab.encode(t) for t in texts], cfg.length), labels)
-    return Task("majority", Majority(), vocab, *make_splits(data, cfg, rng), class_names=["a", "b"])
+
+def _readme_recipe() -> str:
+    """The README's task module (*A task of your own*)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(# my_tasks/majority\.py\n.*?)```", text, re.DOTALL)
+    return block
+
+
+def _digest(folder: Path) -> str:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _package(folder: Path, monkeypatch, name: str, module: str) -> Path:
+    """The package `name` with the one module `majority.py` (source `module`), importable and
+    named to the runner; the registries are restored after the test."""
+    package = folder / "plugins" / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "majority.py").write_text(module, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setenv(tasks.PACKAGES_VARIABLE, name)
+    monkeypatch.setattr(tasks.REGISTRY, "_members", dict(tasks.REGISTRY._members))
+    monkeypatch.setattr(kinds.REGISTRY, "_members", dict(kinds.REGISTRY._members))
+    return package
 
 
 @pytest.fixture
-def registered():
-    kind = kinds.register(Majority)
-    tasks.register("majority", build_majority, MajorityTask)
-    yield kind
-    tasks.unregister("majority")
-    del kinds.REGISTRY._members["majority"]
+def plugin(tmp_path, monkeypatch):
+    """`my_tasks.majority`: the task and its kind in one module of a package of its own."""
+    yield _package(tmp_path, monkeypatch, "my_tasks", MAJORITY)
+    for name in [m for m in sys.modules if m.split(".")[0] == "my_tasks"]:
+        del sys.modules[name]
 
 
-def test_a_run_trains_tracks_and_logs_it_from_a_config(registered, tmp_path, monkeypatch):
+def test_the_readme_recipe_is_such_a_module(tmp_path, monkeypatch):
+    _package(tmp_path, monkeypatch, "readme_tasks", _readme_recipe())
+    try:
+        cfg = config_lib.validate({"task": {"name": "majority", "num_examples": 40, "length": 5}})
+        task = tasks.build_task(cfg.task)
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] == "readme_tasks"]:
+            del sys.modules[name]
+    assert type(cfg.task).__module__ == "readme_tasks.majority"
+    assert task.name == "majority" and task.kind.name == "classification"
+    assert task.train.x.shape[1] == 5 and len(task.train) + len(task.val) + len(task.test) == 40
+
+
+def test_a_task_of_its_own_package_trains_tracks_and_logs_from_its_yaml(
+    plugin, tmp_path, monkeypatch
+):
+    before = _digest(ROOT / "experiments")
     uri = migrated_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     task = {"name": "majority", "num_examples": 64, "num_probes": 1}
-    config = write_config(tmp_path, task, tracking={"experiment": "majority"})
+    config = write_config(tmp_path, task, name="majority.yaml", tracking={"experiment": "m"})
 
     assert main(["run", str(config)]) == 0
 
-    (run,) = runs(uri, "majority")
+    (run,) = runs(uri, "m")
     assert run.info.status == "FINISHED"
     assert run.data.params["task.name"] == "majority"
     assert run.data.params["model.attention.score"] == "dot"  # the kind's default
@@ -110,31 +174,55 @@ def test_a_run_trains_tracks_and_logs_it_from_a_config(registered, tmp_path, mon
     assert [a["tokens"] for a in answers] == [list("abbbbba"), list("aaaab")]
     assert [len(a["attention"]) for a in answers] == [7, 5]  # one weight per letter
     assert {a["label"] for a in answers} <= {"a", "b"}
+    # the task came from the plugin's module, and nothing under experiments/ changed
+    assert Path(sys.modules["my_tasks.majority"].__file__).parent == plugin
+    assert _digest(ROOT / "experiments") == before
 
 
-def test_the_config_knows_it_and_checks_its_section(registered):
+def test_the_config_knows_it_and_checks_its_section(plugin):
     cfg = config_lib.validate({"task": {"name": "majority", "length": 5}})
-    assert isinstance(cfg.task, MajorityTask) and cfg.task.length == 5
+    assert type(cfg.task).__module__ == "my_tasks.majority" and cfg.task.length == 5
     assert config_lib.to_dict(cfg)["task"]["length"] == 5  # the section's own keys are logged
-    assert "majority" in config_lib.task_names() and "majority" in kinds.names()
+    assert tasks.names()[-1] == "majority" and "majority" in kinds.names()  # after the runner's
     with pytest.raises(config_lib.ConfigError, match=r"task\.length: got 0"):
         config_lib.validate({"task": {"name": "majority", "length": 0}})
     with pytest.raises(config_lib.ConfigError, match=r"task\.digits: .*no such key"):
         config_lib.validate({"task": {"name": "majority", "digits": 3}})
 
 
-def test_an_unregistered_task_is_refused_with_the_registered_names(registered):
-    tasks.unregister("majority")
-    with pytest.raises(config_lib.ConfigError, match=r"task\.name: got 'majority'; expected one"):
+def test_without_its_package_the_task_is_unknown_and_the_names_are_listed(monkeypatch):
+    monkeypatch.delenv(tasks.PACKAGES_VARIABLE, raising=False)
+    with pytest.raises(
+        config_lib.ConfigError, match=r"task\.name: got 'majority'; expected one of .*'needle'"
+    ):
         config_lib.validate({"task": {"name": "majority"}})
-    tasks.register("majority", build_majority, MajorityTask)
 
 
-def test_a_name_is_registered_once(registered):
-    assert kinds.register(registered) is registered  # the same object again is fine
+def test_a_package_that_does_not_import_is_refused_naming_the_variable(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(tasks.PACKAGES_VARIABLE, "no_such_tasks")
+    monkeypatch.chdir(tmp_path)
+    config = write_config(tmp_path, {"name": "needle"})
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "ATTN_RNN_TASK_PACKAGES: 'no_such_tasks' is not an importable package" in err, err
+    assert not (tmp_path / "mlruns").exists()
+
+
+def test_a_name_is_registered_once(plugin):
+    module = __import__("my_tasks.majority", fromlist=["MajorityTask"])
+    assert tasks.register(module.MajorityTask) is module.MajorityTask  # the same again
+    assert kinds.register(module.Majority) is module.Majority
     with pytest.raises(ValueError, match="kind 'majority' is registered already"):
-        kinds.register(type("Majority", (Majority,), {}))
+        kinds.register(type("Majority", (module.Majority,), {}))
+
+    class Needle(module.MajorityTask):
+        name: Literal["needle"]
+
     with pytest.raises(ValueError, match="task 'needle' is registered already"):
-        tasks.register("needle", build_majority, MajorityTask)
+        tasks.register(Needle)
     with pytest.raises(ValueError, match="must be a subclass of TaskKind"):
-        kinds.register(Majority())
+        kinds.register(module.Majority())
+    with pytest.raises(ValueError, match=r'`name` is Literal\["<task>"\]'):
+        tasks.register(config_lib.TrainConfig)

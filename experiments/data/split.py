@@ -21,9 +21,8 @@ class Split:
     target ids (B, T), `x_dec` the teacher-forced decoder input (seq2seq only),
     and `alignment` the ground-truth attended position per example (B,) or per
     target step (B, T), with -1 where there is none. `length` is the size of
-    each example that length generalisation is measured by (B,) (the string
-    length for `reverse`, the operand digits for `addition`), where a task
-    has one.
+    each example that length generalisation is measured by (B,) (a string's
+    letters, a sum's operand digits), where a task has one.
 
     For copy attention (`keras_attn_rnn.copying`), `x_ext` is the source in
     extended ids (`x` and `x_dec` hold `<unk>` where it has an extended id)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Literal
 
-from experiments import kinds
+import numpy as np
+from pydantic import Field, model_validator
+
+from experiments import kinds, tasks
+from experiments.data.sections import TaskSection
 from experiments.data.split import (
     duplicate_count,
     generalization_rng,
@@ -16,45 +20,64 @@ from experiments.data.task import Task
 from experiments.data.vocab import Vocab
 
 
-def build(cfg) -> Task:
-    """Unique questions `a+b` with up to `digits` digits per operand.
+@tasks.register
+class AdditionTask(TaskSection):
+    """`"535+61" -> "596"`, as in the keras.io addition example."""
 
-    As in the keras.io example the question is padded with spaces to
-    `2 * digits + 1` characters and (by default) reversed, and the answer is
-    padded with spaces to `digits + 1` characters. With `test_digits`, a
-    generalisation split (as many questions as the test split) has a longer
-    operand of `digits + 1 .. test_digits` digits: its questions are padded to
-    their own width, its answers as the training answers are (so a correct sum
-    reads the same in every split; a longer sum is its digits alone).
-    """
-    rng = np.random.default_rng(cfg.seed)
-    capacity = (10**cfg.digits) * (10**cfg.digits + 1) // 2
-    vocab = Vocab(list("0123456789+ "))
-    # a question is padded to the width of two operands and "+", and reversed if asked
-    tokenizer = vocab.tokenizer(pad_to=2 * cfg.digits + 1, reverse=cfg.reverse_input)
-    answers = vocab.tokenizer()  # each character a token
-    seen = set()
-    wanted = min(cfg.num_examples, capacity)
-    data = _questions(rng, tokenizer, answers, wanted, cfg.digits, seen)
-    train, val, test, probes = make_splits(data, cfg, rng)
-    generalization = None
-    if cfg.test_digits is not None:
-        generalization = _longer_questions(
-            generalization_rng(cfg.seed), cfg, tokenizer, answers, len(test), seen
+    name: Literal["addition"]
+    num_examples: int = Field(50000, ge=16)
+    digits: int = Field(3, ge=1, le=6)
+    reverse_input: bool = True
+    # length generalisation: also evaluate on operands of digits+1 .. test_digits digits
+    test_digits: int | None = Field(None, ge=2, le=12)
+
+    @model_validator(mode="after")
+    def _more_test_digits(self) -> AdditionTask:
+        if self.test_digits is not None and self.test_digits <= self.digits:
+            raise ValueError(
+                f"task.test_digits > task.digits, got {self.test_digits} <= {self.digits}"
+            )
+        return self
+
+    def build(self) -> Task:
+        """Unique questions `a+b` with up to `digits` digits per operand.
+
+        As in the keras.io example the question is padded with spaces to
+        `2 * digits + 1` characters and (by default) reversed, and the answer is
+        padded with spaces to `digits + 1` characters. With `test_digits`, a
+        generalisation split (as many questions as the test split) has a longer
+        operand of `digits + 1 .. test_digits` digits: its questions are padded to
+        their own width, its answers as the training answers are (so a correct sum
+        reads the same in every split; a longer sum is its digits alone).
+        """
+        rng = np.random.default_rng(self.seed)
+        capacity = (10**self.digits) * (10**self.digits + 1) // 2
+        vocab = Vocab(list("0123456789+ "))
+        # a question is padded to the width of two operands and "+", and reversed if asked
+        tokenizer = vocab.tokenizer(pad_to=2 * self.digits + 1, reverse=self.reverse_input)
+        answers = vocab.tokenizer()  # each character a token
+        seen = set()
+        wanted = min(self.num_examples, capacity)
+        data = _questions(rng, tokenizer, answers, wanted, self.digits, seen)
+        train, val, test, probes = make_splits(data, self, rng)
+        generalization = None
+        if self.test_digits is not None:
+            generalization = _longer_questions(
+                generalization_rng(self.seed), self, tokenizer, answers, len(test), seen
+            )
+        return Task(
+            self.name,
+            kinds.get("seq2seq"),
+            vocab,
+            train,
+            val,
+            test,
+            probes,
+            target_vocab=vocab,
+            generalization=generalization,
+            duplicate_rows=duplicate_count(row_keys(data.x)),
+            tokenizer=tokenizer,
         )
-    return Task(
-        "addition",
-        kinds.get("seq2seq"),
-        vocab,
-        train,
-        val,
-        test,
-        probes,
-        target_vocab=vocab,
-        generalization=generalization,
-        duplicate_rows=duplicate_count(row_keys(data.x)),
-        tokenizer=tokenizer,
-    )
 
 
 def _questions(rng, tokenizer, answers, wanted: int, digits: int, seen: set):

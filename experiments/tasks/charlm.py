@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from pydoc_data.topics import topics
+from typing import Literal
 
 import numpy as np
+from pydantic import Field, field_validator
 
-from experiments import kinds
+from experiments import bounded_input, kinds, tasks
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection
 from experiments.data.split import Split
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -19,50 +23,75 @@ def default_corpus() -> str:
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
-def build(cfg) -> Task:
-    """Windows of `seq_length + 1` characters; the model predicts each next one.
+@tasks.register
+class CharLMTask(TaskSection):
+    """Character language model over a text file (default: `pydoc_data.topics`)."""
 
-    The text is split by position (train, then val, then test) so that
-    neighbouring windows never straddle splits.
-    """
-    text = _read_text(cfg.path, cfg.max_chars, cfg.seq_length) if cfg.path else default_corpus()
-    text = text[: cfg.max_chars]
-    counts = Counter(text)
-    chars = [c for c, _ in counts.most_common(cfg.max_vocab - 4)]
-    vocab = Vocab(sorted(chars))
-    tokenizer = vocab.tokenizer()  # each character a token; the rarest are <unk>
-    ids = np.array(tokenizer.encode(text), dtype="int32")
-    n_val = int(len(ids) * cfg.val_fraction)
-    n_test = int(len(ids) * cfg.test_fraction)
-    if n_test < 2:  # no target to score: the test split must be text of its own
-        raise ConfigError(
-            f"task.test_fraction: {cfg.test_fraction} of {len(ids)} characters leaves "
-            f"{n_test} for the test split; expected at least 2 (raise task.test_fraction "
-            "or task.max_chars)"
+    name: Literal["charlm"]
+    path: str | None = None
+    max_chars: int = Field(200000, ge=100)
+    seq_length: int = Field(64, ge=4, le=MAX_SEQUENCE_LENGTH)
+    stride: int | None = Field(None, ge=1)
+    max_vocab: int = Field(96, ge=4)
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        problem = bounded_input.path_problem(value)
+        if problem is not None:
+            raise ValueError(f"an existing text file; {value} {problem}")
+        return str(Path(value).resolve())
+
+    def build(self) -> Task:
+        """Windows of `seq_length + 1` characters; the model predicts each next one.
+
+        The text is split by position (train, then val, then test) so that
+        neighbouring windows never straddle splits.
+        """
+        text = (
+            _read_text(self.path, self.max_chars, self.seq_length)
+            if self.path
+            else default_corpus()
         )
-    n_train = len(ids) - n_val - n_test
-    parts = {
-        "train": ids[:n_train],
-        "val": ids[n_train : n_train + n_val],
-        "test": ids[n_train + n_val :],
-    }
-    stride = cfg.stride or cfg.seq_length
-    splits = {name: _windows(part, cfg.seq_length, stride) for name, part in parts.items()}
-    probes = splits["test"].take(slice(0, cfg.num_probes))
-    rng = np.random.default_rng(cfg.seed)
-    starts = rng.integers(0, max(1, n_train - 32), size=cfg.num_probes)
-    prompts = [text[s : s + 16] for s in starts]
-    return Task(
-        "charlm",
-        kinds.get("lm"),
-        vocab,
-        splits["train"],
-        splits["val"],
-        splits["test"],
-        probes,
-        prompts=prompts,
-        tokenizer=tokenizer,
-    )
+        text = text[: self.max_chars]
+        counts = Counter(text)
+        chars = [c for c, _ in counts.most_common(self.max_vocab - 4)]
+        vocab = Vocab(sorted(chars))
+        tokenizer = vocab.tokenizer()  # each character a token; the rarest are <unk>
+        ids = np.array(tokenizer.encode(text), dtype="int32")
+        n_val = int(len(ids) * self.val_fraction)
+        n_test = int(len(ids) * self.test_fraction)
+        if n_test < 2:  # no target to score: the test split must be text of its own
+            raise ConfigError(
+                f"task.test_fraction: {self.test_fraction} of {len(ids)} characters leaves "
+                f"{n_test} for the test split; expected at least 2 (raise task.test_fraction "
+                "or task.max_chars)"
+            )
+        n_train = len(ids) - n_val - n_test
+        parts = {
+            "train": ids[:n_train],
+            "val": ids[n_train : n_train + n_val],
+            "test": ids[n_train + n_val :],
+        }
+        stride = self.stride or self.seq_length
+        splits = {name: _windows(part, self.seq_length, stride) for name, part in parts.items()}
+        probes = splits["test"].take(slice(0, self.num_probes))
+        rng = np.random.default_rng(self.seed)
+        starts = rng.integers(0, max(1, n_train - 32), size=self.num_probes)
+        prompts = [text[s : s + 16] for s in starts]
+        return Task(
+            self.name,
+            kinds.get("lm"),
+            vocab,
+            splits["train"],
+            splits["val"],
+            splits["test"],
+            probes,
+            prompts=prompts,
+            tokenizer=tokenizer,
+        )
 
 
 def _windows(ids: np.ndarray, length: int, stride: int) -> Split:

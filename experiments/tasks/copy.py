@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from experiments import kinds, tasks
+from experiments.data import random_strings
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, StringTaskSection
 from experiments.data.task import Task
-from experiments.tasks.reverse import string_task
 
 
-def build(cfg) -> Task:
-    """Random strings over the first `alphabet_size` letters, and the same strings.
+@tasks.register
+class CopyTask(StringTaskSection):
+    """Copy a random string; ground-truth alignment is `t`. By default the length
+    generalisation benchmark: train on 4-12 letters, test on 13-48 in buckets 13-16, 17-20,
+    21-24, 25-48."""
 
-    By default a length generalisation benchmark: train on strings of 4-12 letters, test
-    on 13-48, reported in the buckets 13-16, 17-20, 21-24 and 25-48
-    (`task.length_buckets: [13, 17, 21, 25]`). The strings are drawn as `reverse` draws
-    them (`reverse.string_task`): the training rows from the task seed, the longer ones
-    from its own stream (`split.generalization_rng`), going round the lengths.
-    """
-    return string_task(cfg, "copy", reverse=False)
+    name: Literal["copy"]
+    num_examples: int = Field(10000, ge=16)
+    min_length: int = Field(4, ge=1)
+    max_length: int = Field(12, ge=1, le=MAX_SEQUENCE_LENGTH)
+    test_min_length: int | None = Field(13, ge=1)
+    test_max_length: int | None = Field(48, ge=1, le=MAX_SEQUENCE_LENGTH)
+    length_buckets: list[int] | None = Field(default_factory=lambda: [13, 17, 21, 25])
+
+    def build(self) -> Task:
+        """Random strings over the first `alphabet_size` letters, and the same strings.
+
+        By default a length generalisation benchmark: train on strings of 4-12 letters, test
+        on 13-48, reported in the buckets 13-16, 17-20, 21-24 and 25-48
+        (`task.length_buckets: [13, 17, 21, 25]`). The strings are drawn by
+        `random_strings.task_fields`: the training rows from the task seed, the longer ones
+        from its own stream (`split.generalization_rng`), going round the lengths.
+        """
+        fields = random_strings.task_fields(self, reverse=False)
+        return Task(self.name, kinds.get("seq2seq"), **fields)

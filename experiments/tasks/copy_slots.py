@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
-from experiments import kinds
+from experiments import kinds, tasks
+from experiments.data.sections import TaskSection
 from experiments.data.split import copy_split, duplicate_count
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -43,54 +46,71 @@ PLACE_ENDINGS = ("bridge", "ton", "ford", "ham", "wick", "field", "port", "stead
 _SLOT = re.compile(r"\{(\w+?)2?\}")
 
 
-def build(cfg) -> Task:
-    """Rows from `TEMPLATES` with slot words drawn from pools of `pool_size` words each (see
-    the module docstring), the validation and test rows from the held-out words only."""
-    rng = np.random.default_rng(cfg.seed)
-    taken: set[str] = set()  # no word in two pools
-    pools = {
-        "name": _words(rng, cfg.pool_size, _name, taken),
-        "place": _words(rng, cfg.pool_size, _place, taken),
-        "number": [str(n) for n in rng.permutation(np.arange(10, 10 + cfg.pool_size))],
-    }
-    held = {kind: _held_out(len(words), cfg.held_out_fraction) for kind, words in pools.items()}
-    train_pools = {kind: words[held[kind] :] for kind, words in pools.items()}
-    held_pools = {kind: words[: held[kind]] for kind, words in pools.items()}
-    train_pools["day"] = held_pools["day"] = list(DAYS)  # in the vocabulary: generated
-    n_val = max(1, int(round(cfg.num_examples * cfg.val_fraction)))
-    n_test = max(1, int(round(cfg.num_examples * cfg.test_fraction)))
-    train = [_row(rng, train_pools) for _ in range(cfg.num_examples - n_val - n_test)]
-    held_rows = _distinct_rows(rng, held_pools, n_val + n_test)  # no input in both
-    if len(held_rows) < n_val + n_test:
-        raise invalid_config(
-            "task.pool_size",
-            cfg.pool_size,
-            f"pools whose held-out words make {n_val + n_test} distinct validation and test "
-            f"sentences (these made {len(held_rows)}): a larger task.pool_size or "
-            "task.held_out_fraction",
+@tasks.register
+class CopySlotsTask(TaskSection):
+    """Templated sentences rewritten into another order, their slot words (names, places,
+    numbers) to be copied: the validation and test rows hold only slot words no training row
+    holds, unknown to the vocabulary (made of the training words seen in `min_count` rows)."""
+
+    name: Literal["copy_slots"]
+    num_examples: int = Field(4000, ge=16)
+    # words in each pool of slot words (names, places, numbers)
+    pool_size: int = Field(3000, ge=8, le=100_000)
+    # of each pool, the words only the validation and test rows use
+    held_out_fraction: float = Field(0.25, gt=0.0, lt=1.0)
+    # training words in fewer rows are left out of the vocabulary (copied, not generated)
+    min_count: int = Field(4, ge=1)
+
+    def build(self) -> Task:
+        """Rows from `TEMPLATES` with slot words drawn from pools of `pool_size` words each (see
+        the module docstring), the validation and test rows from the held-out words only."""
+        rng = np.random.default_rng(self.seed)
+        taken: set[str] = set()  # no word in two pools
+        pools = {
+            "name": _words(rng, self.pool_size, _name, taken),
+            "place": _words(rng, self.pool_size, _place, taken),
+            "number": [str(n) for n in rng.permutation(np.arange(10, 10 + self.pool_size))],
+        }
+        held = {
+            kind: _held_out(len(words), self.held_out_fraction) for kind, words in pools.items()
+        }
+        train_pools = {kind: words[held[kind] :] for kind, words in pools.items()}
+        held_pools = {kind: words[: held[kind]] for kind, words in pools.items()}
+        train_pools["day"] = held_pools["day"] = list(DAYS)  # in the vocabulary: generated
+        n_val = max(1, int(round(self.num_examples * self.val_fraction)))
+        n_test = max(1, int(round(self.num_examples * self.test_fraction)))
+        train = [_row(rng, train_pools) for _ in range(self.num_examples - n_val - n_test)]
+        held_rows = _distinct_rows(rng, held_pools, n_val + n_test)  # no input in both
+        if len(held_rows) < n_val + n_test:
+            raise invalid_config(
+                "task.pool_size",
+                self.pool_size,
+                f"pools whose held-out words make {n_val + n_test} distinct validation and test "
+                f"sentences (these made {len(held_rows)}): a larger task.pool_size or "
+                "task.held_out_fraction",
+            )
+        rows = {"train": train, "val": held_rows[:n_val], "test": held_rows[n_val:]}
+        counts = Counter(  # in how many training rows each word is
+            word for source, target, _ in train for word in set(f"{source} {target}".split())
         )
-    rows = {"train": train, "val": held_rows[:n_val], "test": held_rows[n_val:]}
-    counts = Counter(  # in how many training rows each word is
-        word for source, target, _ in train for word in set(f"{source} {target}".split())
-    )
-    vocab = Vocab(sorted(w for w, c in counts.items() if c >= cfg.min_count), joiner=" ")
-    tokenizer = vocab.tokenizer(split="whitespace")
-    splits = {
-        name: copy_split([(s, t) for s, t, _ in part], tokenizer, [a for _, _, a in part])
-        for name, part in rows.items()
-    }
-    return Task(
-        "copy_slots",
-        kinds.get("seq2seq"),
-        vocab,
-        splits["train"],
-        splits["val"],
-        splits["test"],
-        splits["test"].take(slice(0, cfg.num_probes)),
-        target_vocab=vocab,
-        tokenizer=tokenizer,
-        duplicate_rows=duplicate_count([source for source, _, _ in train]),
-    )
+        vocab = Vocab(sorted(w for w, c in counts.items() if c >= self.min_count), joiner=" ")
+        tokenizer = vocab.tokenizer(split="whitespace")
+        splits = {
+            name: copy_split([(s, t) for s, t, _ in part], tokenizer, [a for _, _, a in part])
+            for name, part in rows.items()
+        }
+        return Task(
+            self.name,
+            kinds.get("seq2seq"),
+            vocab,
+            splits["train"],
+            splits["val"],
+            splits["test"],
+            splits["test"].take(slice(0, self.num_probes)),
+            target_vocab=vocab,
+            tokenizer=tokenizer,
+            duplicate_rows=duplicate_count([source for source, _, _ in train]),
+        )
 
 
 def _row(rng, pools: dict[str, list[str]]) -> tuple[str, str, list[int]]:

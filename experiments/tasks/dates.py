@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
-from experiments import kinds
+from experiments import kinds, tasks
+from experiments.data.sections import TaskSection
 from experiments.data.split import duplicate_count, make_splits, row_keys, seq2seq_split
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -49,32 +52,41 @@ def human_formats(date: dt.date) -> list[str]:
     ]
 
 
-def build(cfg) -> Task:
-    """Random dates between `min_year` and `max_year`, each in a random style."""
-    rng = np.random.default_rng(cfg.seed)
-    start = dt.date(cfg.min_year, 1, 1).toordinal()
-    stop = dt.date(cfg.max_year, 12, 31).toordinal()
-    pairs = []
-    for _ in range(cfg.num_examples):
-        date = dt.date.fromordinal(int(rng.integers(start, stop + 1)))
-        styles = human_formats(date)
-        text = styles[int(rng.integers(len(styles)))]
-        pairs.append((text, date.isoformat()))
-    chars = sorted({c for source, _ in pairs for c in source} | set("0123456789"))
-    source_vocab = Vocab(chars)
-    target_vocab = Vocab(list("0123456789-"))
-    tokenizer = source_vocab.tokenizer()  # each character a token
-    data = seq2seq_split(pairs, tokenizer, target_vocab.tokenizer())
-    train, val, test, probes = make_splits(data, cfg, rng)
-    return Task(
-        "dates",
-        kinds.get("seq2seq"),
-        source_vocab,
-        train,
-        val,
-        test,
-        probes,
-        target_vocab=target_vocab,
-        tokenizer=tokenizer,
-        duplicate_rows=duplicate_count(row_keys(data.x)),
-    )
+@tasks.register
+class DatesTask(TaskSection):
+    """Human-written dates in many formats, mapped to ISO 8601."""
+
+    name: Literal["dates"]
+    num_examples: int = Field(10000, ge=16)
+    min_year: int = Field(1950, ge=1)
+    max_year: int = Field(2050, le=9999)
+
+    def build(self) -> Task:
+        """Random dates between `min_year` and `max_year`, each in a random style."""
+        rng = np.random.default_rng(self.seed)
+        start = dt.date(self.min_year, 1, 1).toordinal()
+        stop = dt.date(self.max_year, 12, 31).toordinal()
+        pairs = []
+        for _ in range(self.num_examples):
+            date = dt.date.fromordinal(int(rng.integers(start, stop + 1)))
+            styles = human_formats(date)
+            text = styles[int(rng.integers(len(styles)))]
+            pairs.append((text, date.isoformat()))
+        chars = sorted({c for source, _ in pairs for c in source} | set("0123456789"))
+        source_vocab = Vocab(chars)
+        target_vocab = Vocab(list("0123456789-"))
+        tokenizer = source_vocab.tokenizer()  # each character a token
+        data = seq2seq_split(pairs, tokenizer, target_vocab.tokenizer())
+        train, val, test, probes = make_splits(data, self, rng)
+        return Task(
+            self.name,
+            kinds.get("seq2seq"),
+            source_vocab,
+            train,
+            val,
+            test,
+            probes,
+            target_vocab=target_vocab,
+            tokenizer=tokenizer,
+            duplicate_rows=duplicate_count(row_keys(data.x)),
+        )

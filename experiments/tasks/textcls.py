@@ -9,12 +9,15 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import keras
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
-from experiments import kinds
+from experiments import bounded_input, kinds, tasks
 from experiments.bounded_input import RecordLines
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
 from experiments.data.vocab import SPECIALS, UNK, Vocab
@@ -140,53 +143,96 @@ def _check_label(label: str, where: str, label_field: str) -> None:
         )
 
 
-def build(cfg) -> Task:
-    """Tokenize, build the vocabulary on the training rows, encode and split.
+@tasks.register
+class TextClsTask(TaskSection):
+    """A CSV/JSONL file of `text,label` rows, or IMDB via `keras.datasets`."""
 
-    Rows are split by what the model is fed, their tokens cut to `max_length`:
-    texts that read the same once tokenized ("good movie!", "Good  movie !", or
-    two texts alike up to the cut) all go to one split, so no validation or test
-    input is a training input.
-    """
-    if cfg.source == "imdb":
-        return _imdb(cfg)
-    rows = read_rows(cfg.path, cfg.text_field, cfg.label_field, cfg.max_row_chars)
-    class_names = sorted({label for _, label in rows})
-    if len(class_names) > cfg.max_labels:
-        raise ConfigError(
-            f"task.max_labels: {cfg.path} holds {len(class_names)} distinct "
-            f"{cfg.label_field!r} values (labels); expected at most task.max_labels="
-            f"{cfg.max_labels} (raise it to train on them all, or check task.label_field)"
+    name: Literal["textcls"]
+    path: str | None = None
+    source: Literal["file", "imdb"] = "file"
+    text_field: str = "text"
+    label_field: str = "label"
+    max_vocab: int = Field(20000, ge=10)
+    max_length: int = Field(200, ge=2, le=MAX_SEQUENCE_LENGTH)
+    lowercase: bool = True
+
+    # the longest row of the file, in characters (a longer one is refused after reading this
+    # many: a file without newlines costs no more)
+    max_row_chars: int = Field(1_000_000, ge=100)
+    # the most distinct labels (classes): past it the data is refused before training
+    max_labels: int = Field(1000, ge=2)
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        problem = bounded_input.path_problem(value)
+        if problem is not None:
+            raise ValueError(f"an existing .csv or .jsonl file; {value} {problem}")
+        if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
+            raise ValueError("a file ending in .csv or .jsonl")
+        real = Path(value).resolve()
+        if real.suffix.lower() not in (".csv", ".jsonl", ".json"):
+            raise ValueError(f"a .csv or .jsonl file; {value} links to {real}, which is not one")
+        return str(Path(value).resolve())
+
+    @model_validator(mode="after")
+    def _needs_path(self) -> TextClsTask:
+        if self.source == "file" and self.path is None:
+            raise ValueError("a task.path to a .csv or .jsonl file when task.source is 'file'")
+        return self
+
+    def build(self) -> Task:
+        """Tokenize, build the vocabulary on the training rows, encode and split.
+
+        Rows are split by what the model is fed, their tokens cut to `max_length`:
+        texts that read the same once tokenized ("good movie!", "Good  movie !", or
+        two texts alike up to the cut) all go to one split, so no validation or test
+        input is a training input.
+        """
+        if self.source == "imdb":
+            return _imdb(self)
+        rows = read_rows(self.path, self.text_field, self.label_field, self.max_row_chars)
+        class_names = sorted({label for _, label in rows})
+        if len(class_names) > self.max_labels:
+            raise ConfigError(
+                f"task.max_labels: {self.path} holds {len(class_names)} distinct "
+                f"{self.label_field!r} values (labels); expected at most task.max_labels="
+                f"{self.max_labels} (raise it to train on them all, or check task.label_field)"
+            )
+        rules = tokenizer(self)
+        tokens = [rules.tokenize(text) for text, _ in rows]
+        keys = [tuple(t) for t in tokens]
+        if len(set(keys)) < 4:
+            raise ConfigError(
+                f"task.path: {self.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
+                f"rows, compared by their first {self.max_length} tokens); expected at least 4, "
+                "for training, validation and test splits of their own"
+            )
+        index = {label: i for i, label in enumerate(class_names)}
+        labels = np.array([index[label] for _, label in rows], dtype="int32")
+        rng = np.random.default_rng(self.seed)
+        order = np.arange(len(rows))
+        placeholder = Split(order[:, None], labels)
+        train, val, test, probes = make_splits(placeholder, self, rng, keys)
+        counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
+        vocab = Vocab(
+            [t for t, _ in counts.most_common(self.max_vocab - len(SPECIALS))], joiner=" "
         )
-    rules = tokenizer(cfg)
-    tokens = [rules.tokenize(text) for text, _ in rows]
-    keys = [tuple(t) for t in tokens]
-    if len(set(keys)) < 4:
-        raise ConfigError(
-            f"task.path: {cfg.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
-            f"rows, compared by their first {cfg.max_length} tokens); expected at least 4, "
-            "for training, validation and test splits of their own"
+        words = rules.replace(tokens=vocab.tokens)
+        # `words.encode` of each text
+        x = pad([words.token_ids(t) for t in tokens], self.max_length)
+        encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
+        return Task(
+            self.name,
+            kinds.get("classification"),
+            vocab,
+            *encoded,
+            class_names=class_names,
+            tokenizer=words,
+            duplicate_rows=duplicate_count(keys),
         )
-    index = {label: i for i, label in enumerate(class_names)}
-    labels = np.array([index[label] for _, label in rows], dtype="int32")
-    rng = np.random.default_rng(cfg.seed)
-    order = np.arange(len(rows))
-    placeholder = Split(order[:, None], labels)
-    train, val, test, probes = make_splits(placeholder, cfg, rng, keys)
-    counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
-    vocab = Vocab([t for t, _ in counts.most_common(cfg.max_vocab - len(SPECIALS))], joiner=" ")
-    words = rules.replace(tokens=vocab.tokens)
-    x = pad([words.token_ids(t) for t in tokens], cfg.max_length)  # `words.encode` of each text
-    encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
-    return Task(
-        "textcls",
-        kinds.get("classification"),
-        vocab,
-        *encoded,
-        class_names=class_names,
-        tokenizer=words,
-        duplicate_rows=duplicate_count(keys),
-    )
 
 
 def _imdb(cfg) -> Task:
@@ -213,7 +259,7 @@ def _imdb(cfg) -> Task:
     rng = np.random.default_rng(cfg.seed)
     train, val, test, probes = make_splits(data, cfg, rng)
     return Task(
-        "textcls",
+        cfg.name,
         kinds.get("classification"),
         vocab,
         train,

@@ -33,7 +33,7 @@ def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
     else:
         source = CodeDatasetSource(
             {
-                "generator": f"experiments.tasks.{task.name}",
+                "generator": type(cfg.task).__module__,  # the task's module
                 "seed": str(cfg.task.seed),
                 "task_config": json.dumps(cfg.task.model_dump(mode="json"), sort_keys=True),
             }
