@@ -1,4 +1,5 @@
-"""Command line: `python -m experiments COMMAND ...` (also installed as `attn-rnn`).
+"""Command line: `python -m experiments COMMAND ...`, run from a checkout (no script is
+installed: the wheel holds the library only).
 
 Each command is one module of this package with `add_parser(subparsers)`,
 which adds its parser and sets `handler=<function(args) -> int>`; `COMMANDS`

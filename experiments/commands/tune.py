@@ -83,7 +83,7 @@ def worker_argv(args) -> list[str]:
 
 def handle(args) -> int:
     from experiments.tracking import store
-    from experiments.training import study_storage, tune
+    from experiments.tuning import study_storage, tune
 
     path = ready_configs.resolve(args.config)
     flags = {

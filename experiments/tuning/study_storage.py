@@ -26,8 +26,8 @@ from sqlalchemy.engine import make_url
 
 from experiments.errors import ConfigError, TrackingUnavailable
 from experiments.tracking import store
-from experiments.training import tune_settings
-from experiments.training.journal_heartbeat import HeartbeatJournalStorage
+from experiments.tuning import settings
+from experiments.tuning.journal_heartbeat import HeartbeatJournalStorage
 
 DEFAULT_FILE = "optuna.db"
 JOURNAL = "journal:"
@@ -149,12 +149,12 @@ def open_storage(url: str, *, heartbeat: int, on_stale=None):
     """The Optuna storage at `url` (tables created when new; call it under `lock`).
 
     Each running trial's heartbeat is recorded every `heartbeat` seconds; a trial silent for
-    `tune_settings.SILENT_BEATS` beats is failed by the next worker that looks, and `on_stale`
+    `settings.SILENT_BEATS` beats is failed by the next worker that looks, and `on_stale`
     called.
     """
     beats = {
         "heartbeat_interval": heartbeat,
-        "grace_period": tune_settings.grace_seconds(heartbeat),
+        "grace_period": settings.grace_seconds(heartbeat),
         "heartbeat_stale_trial_callback": on_stale,
     }
     try:

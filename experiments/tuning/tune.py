@@ -9,7 +9,7 @@ works: again and again, under the lock, it fails trials whose worker went silent
 the study for the next trial while fewer than `trials` have been asked for (a retried trial
 takes its dead original's place); it trains that trial outside the lock. A worker with
 nothing left to ask waits for other workers' running trials (failing the silent ones and
-running their retries), then the last one writes the summary (`tune_summary`), which ends
+running their retries), then the last one writes the summary (`summary`), which ends
 the parent run FINISHED. `--workers K` starts K-1 more processes of the same command.
 
 Running the command again resumes the study; a study with nothing left (every trial asked
@@ -36,8 +36,9 @@ from experiments import config as config_lib
 from experiments.errors import ConfigError, Terminated
 from experiments.tracking import registry, store
 from experiments.tracking.tracker import Tracker
-from experiments.training import run, search_space, study_storage, tune_settings, tune_summary
-from experiments.training import tune_trial as trials_lib
+from experiments.training import run
+from experiments.tuning import search_space, settings, study_storage, summary
+from experiments.tuning import trial as trials_lib
 
 PARENT_ATTR = "mlflow_parent_run_id"
 SUMMARISED_ATTR = "summarised_trials"
@@ -73,7 +74,7 @@ def plan(path: Path, overrides: list[str], flags: dict) -> Plan:
     trials, metric, direction, sampler, pruner, storage, study, register_as, heartbeat,
     workers, seed.
     """
-    data, section = tune_settings.split(config_lib.read_yaml(path))
+    data, section = settings.split(config_lib.read_yaml(path))
     task = data.get("task")
     if isinstance(task, dict) and isinstance(task.get("path"), str):  # as `load_config` reads it
         beside = Path(path).parent / task["path"]
@@ -99,22 +100,22 @@ def plan(path: Path, overrides: list[str], flags: dict) -> Plan:
         trials = min(trials or size, size)  # each point once
     pruner = section.pruner
     if flags["pruner"]:
-        pruner = tune_settings.pruner_setting(flags["pruner"])
+        pruner = settings.pruner_setting(flags["pruner"])
     storage = flags["storage"] or section.storage or study_storage.default_url()
     study_storage.check_url(storage)
     return Plan(
         base=base,
         experiment=prepared.cfg.tracking.experiment,
         dims=dims,
-        trials=trials or tune_settings.DEFAULT_TRIALS,
+        trials=trials or settings.DEFAULT_TRIALS,
         metric=metric,
-        direction=flags["direction"] or section.direction or tune_settings.direction_for(metric),
+        direction=flags["direction"] or section.direction or settings.direction_for(metric),
         sampler=sampler,
         pruner=pruner,
         storage=storage,
         study=flags["study"] or section.study or f"{prepared.cfg.tracking.experiment}-{path.stem}",
         register_as=flags["register_as"] or section.register_as or prepared.cfg.tracking.experiment,
-        heartbeat=flags["heartbeat"] or tune_settings.DEFAULT_HEARTBEAT_SECONDS,
+        heartbeat=flags["heartbeat"] or settings.DEFAULT_HEARTBEAT_SECONDS,
         workers=flags["workers"] or 1,
         seed=flags["seed"],
     )
@@ -176,8 +177,8 @@ def _load_study(p: Plan, storage) -> optuna.Study:
     study = optuna.create_study(
         study_name=p.study,
         storage=storage,
-        sampler=tune_settings.make_sampler(p.sampler, grid, p.seed),
-        pruner=tune_settings.make_pruner(p.pruner),
+        sampler=settings.make_sampler(p.sampler, grid, p.seed),
+        pruner=settings.make_pruner(p.pruner),
         direction=p.direction,
         load_if_exists=True,
     )
@@ -266,7 +267,7 @@ def _work(p: Plan, study, storage, client, parent: str) -> None:
             if running - told:
                 trials_lib.say(
                     f"waiting for trial(s) {', '.join(map(str, sorted(running)))} of other "
-                    f"workers (one silent for {tune_settings.grace_seconds(p.heartbeat)} s is failed "
+                    f"workers (one silent for {settings.grace_seconds(p.heartbeat)} s is failed "
                     "and run again)"
                 )
                 told |= running
@@ -292,7 +293,7 @@ def _finish(p: Plan, study, client, parent: str, experiment_id: str) -> None:
             return  # another worker's trial: that worker summarises
         if study.user_attrs.get(SUMMARISED_ATTR) == len(trials):
             return  # summarised by another worker, which ended the parent
-        tune_summary.summarise(study, client, parent, experiment_id, p.metric, p.register_as)
+        summary.summarise(study, client, parent, experiment_id, p.metric, p.register_as)
         study.set_user_attr(SUMMARISED_ATTR, len(trials))
 
 

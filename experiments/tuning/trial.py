@@ -24,9 +24,10 @@ from optuna.trial import TrialState
 
 from experiments import config as config_lib
 from experiments.errors import ConfigError, CorruptData, RunFailed
-from experiments.training import run, search_space
-from experiments.training.pruning import TrialPruning
-from experiments.training.tune_settings import MAX_RETRIES
+from experiments.training import run
+from experiments.tuning import search_space
+from experiments.tuning.pruning import TrialPruning
+from experiments.tuning.settings import MAX_RETRIES
 
 STUDY_TAG, TRIAL_TAG, PRUNED_TAG, RETRY_TAG = "tune_study", "tune_trial", "pruned", "tune_retry_of"
 

@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 
 from experiments.tracking import registry
 from experiments.tracking.tracker import Tracker
-from experiments.training.tune_trial import PRUNED_TAG, RETRY_TAG, STUDY_TAG, TRIAL_TAG
+from experiments.tuning.trial import PRUNED_TAG, RETRY_TAG, STUDY_TAG, TRIAL_TAG
 
 
 def trial_runs(client, experiment_id: str, study_name: str, parent_run_id: str) -> dict:
