@@ -101,3 +101,23 @@ def gradient(fn, x):
     value = torch.tensor(x, requires_grad=True)
     objective(value).backward()
     return value.grad.numpy(), w
+
+
+def pytest_with_plugin(tmp_path, plugin_source, *args):
+    """pytest on `args` (test ids, options) in a fresh process from the project root, after
+    it imports `plugin_source` as a pytest plugin (one that registers a new member, say;
+    `tests/` is importable); return the completed process."""
+    plugin = os.path.join(str(tmp_path), "suite_plugin.py")
+    with open(plugin, "w", encoding="utf-8") as handle:
+        handle.write(textwrap.dedent(plugin_source))
+    path = [str(tmp_path), os.path.join(ROOT, "tests"), ROOT, os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0"]
+    return subprocess.run(
+        [*command, "-p", "suite_plugin", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )

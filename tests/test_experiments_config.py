@@ -314,8 +314,9 @@ def test_validating_mechanism_options_creates_no_backend_variable():
     )
     assert cfg.model.attention.model_extra == {"sigmoid_noise": 1.0}
     for name in mechanisms.names():
-        needs_units = ("location", "coverage", "gmm", "dca", "relative_location")
-        units = {"units": 4} if name in needs_units else {}
+        required = set(mechanisms.REGISTRY.arguments(name))
+        required -= set(mechanisms.REGISTRY.defaults(name))
+        units = {"units": 4} if "units" in required else {}
         noise = {"sigmoid_noise": 1.0} if name == "monotonic" else {}
         assert mechanisms.get(name, **units, **noise).variables == [], name
 

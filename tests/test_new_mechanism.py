@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
+from helpers import pytest_with_plugin
 
 from experiments import config as config_lib
 from experiments.commands import main
@@ -83,3 +84,26 @@ def test_a_run_trains_it_from_the_command_line(registered, tmp_path):
     assert run.data.params["model.attention.mechanism"] == "sharp"
     assert run.data.params["model.attention.sharpness"] == "4.0"
     assert "test_exact_match_greedy" in run.data.metrics
+
+
+@pytest.mark.slow  # a fresh pytest process (imports TensorFlow again)
+def test_the_mechanism_suites_take_it_from_the_registry(tmp_path):
+    """Registered (by a plugin loaded before the tests), it passes the contract suite every
+    registered mechanism does, and no list of names in the suites refuses it."""
+    plugin = """
+        from keras_attn_rnn import mechanisms
+        from test_new_mechanism import SharpAttention
+
+        mechanisms.REGISTRY.register("sharp", SharpAttention)
+    """
+    result = pytest_with_plugin(
+        tmp_path,
+        plugin,
+        "tests/test_mechanisms_regimes.py",
+        "tests/test_registry_contract.py",
+        "-k",
+        "registry_names or sharp",
+        "-v",
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "mechanism-sharp" in result.stdout and "registry_names" in result.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import keras
 import pytest
+from helpers import pytest_with_plugin
 
 from experiments import config as config_lib
 from experiments.kinds.base import generate_defaults
@@ -65,3 +66,27 @@ def test_its_argument_is_a_text_model_param_with_the_run_value(registered):
     params = {p.name: p.default for p in text_signature(card).params.params}
     assert params["margin"] == 0.5 and params["sampler"] == "greedy"
     assert params["k"] == 5 and params["beam_width"] == 4  # the other samplers' defaults
+
+
+@pytest.mark.slow  # a fresh pytest process (imports TensorFlow again)
+def test_the_sampler_suites_take_it_from_the_registry(tmp_path):
+    """Registered (by a plugin loaded before the tests), it is in every suite that lists the
+    samplers, and no list of names in them refuses it: they read the registry."""
+    plugin = """
+        from keras_attn_rnn import samplers
+        from test_new_sampler import MarginSampler
+
+        samplers.REGISTRY.register("margin", MarginSampler)
+    """
+    result = pytest_with_plugin(
+        tmp_path,
+        plugin,
+        "tests/test_samplers.py",
+        "tests/test_generation.py",
+        "tests/test_registry_contract.py",
+        "-k",
+        "names or errors_name or margin",
+        "-v",
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "sampler-margin" in result.stdout and "test_names_come_from" in result.stdout

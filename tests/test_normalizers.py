@@ -45,9 +45,10 @@ REFERENCES = {
 
 
 def test_names_come_from_the_registry():
-    assert normalizers.names() == ("softmax", "hardmax", "sparsemax", "entmax15")
-    with pytest.raises(ValueError, match=r"normalizer must be one of 'softmax', 'hardmax'.*"):
+    assert set(REFERENCES) <= set(normalizers.names())  # each reference checks a registered one
+    with pytest.raises(ValueError, match=r"normalizer must be one of .*") as err:
         normalizers.get("sparse")
+    assert all(repr(name) in str(err.value) for name in normalizers.names())
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCES))

@@ -2,10 +2,11 @@
 mechanisms, samplers).
 
 The cases are generated from `REGISTRY.names()` when the tests are collected, so a
-newly registered member is covered without editing a list here; one whose
-constructor has required arguments must add its minimal values to
-`MINIMAL_ARGUMENTS` (a test fails until it does), and a mechanism whose alignments
-are not normalised must say why in `SUM_AT_MOST_ONE`.
+newly registered member is covered without editing a list here; a required
+constructor argument takes its minimal value from `MINIMAL_BY_ARGUMENT` (`units`,
+`k`, `p`), and one of another name must be added to `MINIMAL_ARGUMENTS` (a test
+fails until it is), and a mechanism whose alignments are not normalised must say
+why in `SUM_AT_MOST_ONE`.
 """
 
 import inspect
@@ -31,19 +32,11 @@ MODULES = {
 }
 REGISTRIES = {kind: module.REGISTRY for kind, module in MODULES.items()}
 
-# The smallest constructor arguments of each member that has required ones.
-MINIMAL_ARGUMENTS = {
-    "score": {},
-    "mechanism": {
-        "location": {"units": 4},
-        "coverage": {"units": 4},
-        "gmm": {"units": 4},
-        "dca": {"units": 4},
-        "relative_location": {"units": 4},
-    },
-    # small enough that the cut changes which tokens are drawn (a lost value shows)
-    "sampler": {"top_k": {"k": 2}, "top_p": {"p": 0.5}},
-}
+# The smallest value of a required constructor argument, by its name: `k` and `p` small
+# enough that the cut changes which tokens are drawn (a lost value shows).
+MINIMAL_BY_ARGUMENT = {"units": 4, "k": 2, "p": 0.5}
+# The smallest constructor arguments of a member whose required ones are not all above.
+MINIMAL_ARGUMENTS = {"score": {}, "mechanism": {}, "sampler": {}}
 
 # Mechanisms whose alignments are not renormalised over the memory: they sum to at most 1.
 SUM_AT_MOST_ONE = {
@@ -88,8 +81,11 @@ def required_arguments(registry, name):
 
 
 def minimal_arguments(kind, name):
-    """`MINIMAL_ARGUMENTS[kind][name]`; fails the test if a required argument is missing."""
-    given = MINIMAL_ARGUMENTS.get(kind, {}).get(name, {})
+    """`MINIMAL_BY_ARGUMENT` for the required arguments it names, updated with
+    `MINIMAL_ARGUMENTS[kind][name]`; fails the test if a required argument is missing."""
+    required = required_arguments(REGISTRIES[kind], name)
+    given = {key: MINIMAL_BY_ARGUMENT[key] for key in required if key in MINIMAL_BY_ARGUMENT}
+    given.update(MINIMAL_ARGUMENTS.get(kind, {}).get(name, {}))
     missing = sorted(set(required_arguments(REGISTRIES[kind], name)) - set(given))
     if missing:
         cls = REGISTRIES[kind].class_for(name)
