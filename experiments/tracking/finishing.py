@@ -7,7 +7,9 @@
   not logged again. Either way `delete_orphans` deletes the run's logged
   models that no tag names (a `PENDING` one left by an interrupt in the
   middle of logging, or a finished one whose tags were never set), so the run
-  ends with exactly one `model` and one `text_model`.
+  ends with exactly one `model` and one `text_model`. When logging them
+  fails (a full artifact disk), `delete_orphans` deletes what was logged of
+  them: the run has both models or neither, never one beside a failed one.
 """
 
 from __future__ import annotations

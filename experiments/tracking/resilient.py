@@ -35,7 +35,7 @@ import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
 from experiments.errors import Offline, StorageError
-from experiments.tracking import model_logging
+from experiments.tracking import model_logging, store
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient, raise_if_storage
@@ -63,6 +63,9 @@ class Link:
             costs a run at most `budget` per `window` over any stretch of
             time, plus one full bucket and one call in flight (one HTTP
             timeout).
+        artifact_root: `() -> str | None`, the local folder of the run's
+            artifact store (None: not local), named when a full disk fails
+            a call (see `transient.raise_if_storage`).
     """
 
     window = 60.0
@@ -73,8 +76,10 @@ class Link:
         backoff: float = 0.5,
         cooldown: float = 20.0,
         budget: float | None = None,
+        artifact_root=None,
     ):
         self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
+        self.artifact_root = artifact_root
         if budget is None:
             budget = float(os.environ.get("ATTN_RNN_TRACKING_BUDGET", DEFAULT_BUDGET_SECONDS))
         self.budget = budget
@@ -94,7 +99,7 @@ class Link:
                 result = fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - filtered by is_transient
                 self._spend(started)
-                raise_if_storage(err)  # a full local store is no outage
+                raise_if_storage(err, self.artifact_root)  # a full local store is no outage
                 if not is_transient(err):
                     raise
                 last = err
@@ -278,8 +283,18 @@ class ResilientTracker(Tracker):
     def __init__(self, client, run_id: str, folder: Path, link: Link | None = None):
         self.raw_client = client
         self.link = link or Link()
+        if self.link.artifact_root is None:
+            self.link.artifact_root = self.artifact_root
         self.spool = spool_lib.Spool(Path(folder) / spool_lib.SPOOL_DIR)
         super().__init__(SpoolingClient(client, self.spool, self.link), run_id)
+
+    def artifact_root(self) -> str | None:
+        """The local folder of the run's artifact store (its experiment's artifact
+        location), or None when it is not a local folder."""
+        run = self.raw_client.get_run(self.run_id)
+        location = self.raw_client.get_experiment(run.info.experiment_id).artifact_location
+        folder = store.local_store_dir(location)
+        return None if folder is None else str(folder)
 
     def logged_steps(self, key: str) -> set[int]:
         """Steps of `key` on the server (or logged by this process) plus spooled ones."""
