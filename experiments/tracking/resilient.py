@@ -20,6 +20,7 @@ place).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -35,7 +36,7 @@ import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
 from experiments.errors import Offline, StorageError
-from experiments.tracking import model_logging, store
+from experiments.tracking import finishing, model_logging, store
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient, raise_if_storage
@@ -367,7 +368,9 @@ def load_keras(path) -> object:
 
 
 def end_run(tracker, status: str) -> None:
-    """Upload the spool, then end the active run with `status`, spooling it if offline.
+    """Upload the spool, delete the tags of an earlier ending that do not fit this one
+    (`finishing.stale_tags`: a resumed run's), then end the active run with `status`,
+    spooling it if offline.
 
     The tracker's artifact thread is stopped in any case.
     """
@@ -379,6 +382,7 @@ def end_run(tracker, status: str) -> None:
 
 def _end_run(tracker: ResilientTracker, status: str) -> None:
     tracker.flush()
+    _drop_stale_tags(tracker, status)
     try:
         mlflow.end_run(status)  # pops the local active run first, then tells the server
         return
@@ -401,3 +405,13 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
             f"unreachable; run `python -m experiments sync {tracker.run_id}` to upload",
             file=sys.stderr,
         )
+
+
+def _drop_stale_tags(tracker: ResilientTracker, status: str) -> None:
+    """Delete the tags an earlier ending of the run left that do not fit `status` (left in
+    place when the server does not answer within the budget)."""
+    link, client = tracker.link, tracker.raw_client
+    with contextlib.suppress(Offline):
+        tags = link.call(client.get_run, tracker.run_id).data.tags
+        for key in finishing.stale_tags(tags, status):
+            link.call(client.delete_tag, tracker.run_id, key)
