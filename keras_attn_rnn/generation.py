@@ -8,23 +8,8 @@ a `keras.ops.while_loop`, compiled for the backend (`tf.function` on
 TensorFlow, `jax.jit` on JAX; on PyTorch eager, or with `jit_compile=True` a
 `torch.compile`d decoding step).
 
-Any object with this step API can be decoded (tests use fake models):
-
-- `output_vocab_size` (and optionally `prompt_vocab_size`) attributes, and
-  `is_seq2seq = True` for a model whose prompts are sources (then `start_id`
-  is required and prompts are not compacted);
-- `logits, weights, cache = model.init_cache(prompts, max_length, start_id)`:
-  float32 logits `(B, V)` of the first generated token, its attention weights
-  `(B, S)` and a cache, a nest of tensors whose leading axis is the batch;
-- `logits, weights, cache = model.next_logits(token, cache)` for a `(B,)`
-  int32 token.
-
-Beam search repeats the cache `beam_width` times along the batch axis and
-reorders it as beams are selected. Its coverage penalty reads two optional
-entries of a dict cache: `memory_mask` `(B, S)` bool (True at real source
-positions; `Seq2Seq`'s cache has it; without it every position is real) and
-`initial_alignments` `(B, S)` (the alignments before the first step, where
-accumulated attention starts; zeros without it).
+Any object with the step API (`init_cache` / `next_logits`, described by
+`keras_attn_rnn.stepping.StepModel`) can be decoded; tests use fake models.
 """
 
 from __future__ import annotations

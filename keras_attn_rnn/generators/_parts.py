@@ -1,7 +1,6 @@
 """What the generators share: checking the parts, calling a head, collecting variables."""
 
 import keras
-from keras import ops
 
 
 def check_layer(name, value):
@@ -31,14 +30,6 @@ def check_built(parts):
                 f"(a functional model builds its layers when it is created). "
                 f"Received: {name}={layer.name!r} with built=False"
             )
-
-
-def embed(layer, token):
-    """One step of tokens `(B,)` embedded; an `Embedding` attaches no Keras mask."""
-    token = ops.cast(token, "int32")
-    if isinstance(layer, keras.layers.Embedding):
-        return layer.call(token)
-    return layer(token)
 
 
 def apply(layers, x):

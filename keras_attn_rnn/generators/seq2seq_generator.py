@@ -3,6 +3,7 @@ from keras import ops
 from keras_attn_rnn import generation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
+from keras_attn_rnn.stepping import AttentionDecoderStep, DecoderStep
 
 
 class Seq2SeqGenerator:
@@ -82,10 +83,14 @@ class Seq2SeqGenerator:
         self.output_vocab_size = _parts.vocabulary_size(
             "target_vocab_size", target_embedding, target_vocab_size
         )
+        self._step = DecoderStep(target_embedding, AttentionDecoderStep(decoder), self._logits)
 
     @property
     def variables(self):
         return _parts.variables([self.encoder, self.target_embedding, self.decoder, *self.head])
+
+    def _logits(self, step):
+        return _parts.apply(self.head, step.output)
 
     def init_cache(self, prompts, max_length=None, start_id=None):
         """Encodes the source and runs the first decoder step on `start_id`.
@@ -109,25 +114,11 @@ class Seq2SeqGenerator:
             memory, states = encoded[0], list(encoded[1:]) or None
         else:
             memory, states = encoded, None
-        cache = self.decoder.get_initial_state(
-            memory, memory_mask=ops.not_equal(source, 0), cell_state=states
-        )
-        # beam search's coverage starts from the alignments before the first step
-        initial = cache["attention_state"][0].get("alignments")
-        if initial is not None:
-            cache["initial_alignments"] = ops.cast(initial, "float32")
-        start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
-        return self.next_logits(start, cache)
+        return self._step.start(memory, ops.not_equal(source, 0), states, start_id)
 
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
-        output, cache, alignments = self.decoder.step(
-            _parts.embed(self.target_embedding, token), cache
-        )
-        if isinstance(alignments, list):
-            alignments = alignments[0]
-        logits = _parts.apply(self.head, output)
-        return ops.cast(logits, "float32"), alignments, cache
+        return self._step.next_logits(token, cache)
 
     def generate(self, prompts, max_length, **options):
         """`generation.generate(self, prompts, max_length, **options)`."""
