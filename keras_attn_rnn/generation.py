@@ -269,6 +269,45 @@ def _vocabularies(model):
     return prompt_vocab, output_vocab, bool(getattr(model, "is_seq2seq", False))
 
 
+def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy", **options):
+    """`generate` from strings to strings, through a preprocessor.
+
+    `inputs` (a string, or a list of them: a `Seq2Seq`'s sources, a language model's
+    prompts) become ids with `preprocessor.generate_preprocess`; `generate` decodes them
+    with the preprocessor's start and end ids (`generation_options`) unless `options`
+    says otherwise; `preprocessor.generate_postprocess` turns the tokens (the best beam's)
+    back into text. A string in gives a string back, a list a list.
+
+    Args:
+        model: a model with the step API (a ready model, a generator).
+        preprocessor: a `keras_attn_rnn.preprocessors` preprocessor of that model.
+        inputs: a string or a list of strings.
+        max_length: the most tokens generated; default the preprocessor's
+            (`default_max_length`).
+        sampler, **options: as `generate` takes them.
+    """
+    if preprocessor is None:
+        raise ValueError(
+            f"{type(model).__name__}.generate takes strings only with a preprocessor: give "
+            "the model (or generator) preprocessor=..., or pass token ids. "
+            "Received: preprocessor=None"
+        )
+    if getattr(model, "copy", False):
+        raise ValueError(
+            "generating from strings does not encode copy attention's extended source yet: "
+            "pass ids and source_ext (see keras_attn_rnn.copying). Received: a model with "
+            "copy=True"
+        )
+    single = isinstance(inputs, str)
+    ids = preprocessor.generate_preprocess(inputs)
+    options = {**preprocessor.generation_options(), **options}
+    max_length = max_length or preprocessor.default_max_length()
+    result = generate(model, ids, max_length, sampler=sampler, **options)
+    tokens = result.tokens[:, 0] if result.tokens.ndim == 3 else result.tokens  # best beam
+    texts = preprocessor.generate_postprocess(tokens, prompts=ids)
+    return texts[0] if single else texts
+
+
 def _prepare_prompts(prompts, vocab_size, compact):
     """Prompts as an int32 `(B, P)` array; with `compact`, each row's ids moved left."""
     if (

@@ -168,3 +168,52 @@ def test_generators_refuse_wrong_parts_before_any_work():
         unbuilt.generate([[1, 2]], 3)
     with pytest.raises(ValueError, match="target_vocab_size must be an integer >= 2"):
         Seq2SeqGenerator(generator.encoder, embedding, generator.decoder, head, target_vocab_size=0)
+
+
+def _words(vocabulary_size):
+    """A word tokenizer of exactly `vocabulary_size` ids (specials included)."""
+    from keras_attn_rnn import tokenizers
+
+    return tokenizers.WordTokenizer([f"w{i}" for i in range(vocabulary_size - 4)])
+
+
+def test_generators_with_a_preprocessor_take_and_give_strings():
+    """Your own model through its preprocessor: source strings in, the strings of the ids
+    generation gives out; a language model returns each prompt with its continuation."""
+    from keras_attn_rnn import preprocessors
+
+    model, plain = _nmt()
+    source_words, target_words = _words(SOURCE_VOCAB), _words(TARGET_VOCAB)
+    preprocessor = preprocessors.Seq2SeqPreprocessor(source_words, target_words, target_length=5)
+    translator = Seq2SeqGenerator(
+        plain.encoder, plain.target_embedding, plain.decoder, plain.head, preprocessor=preprocessor
+    )
+    sources = ["w1 w2 w3", "w4 w5"]
+    texts = translator.generate(sources, sampler="greedy")
+    ids = generate(plain, preprocessor(sources), 6, start_id=1, eos_id=2).tokens
+    assert texts == target_words.decode_batch(ids)
+    assert translator.generate("w1 w2 w3") == texts[0]
+
+    embedding = keras.layers.Embedding(LM_VOCAB, 6, mask_zero=True)
+    rnn = keras.layers.GRU(8, return_sequences=True)
+    attention = SequenceAttention(score="general")
+    head = keras.layers.Dense(LM_VOCAB)
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = rnn(embedding(tokens))
+    keras.Model(tokens, head(keras.layers.Concatenate()([hidden, attention([hidden, hidden])])))
+    lm_words = _words(LM_VOCAB)
+    writer = CausalLMGenerator(
+        embedding, rnn, attention, head, preprocessor=preprocessors.CausalLMPreprocessor(lm_words)
+    )
+    continued = writer.generate(["w3 w4", "w7"], max_length=3)
+    assert continued[0].startswith("w3 w4") and continued[1].startswith("w7")
+    with pytest.raises(ValueError, match=r"takes strings only with a preprocessor"):
+        plain.generate(["w1"], 3)
+    with pytest.raises(ValueError, match=r"preprocessor must be a .*Seq2SeqPreprocessor"):
+        Seq2SeqGenerator(
+            plain.encoder,
+            plain.target_embedding,
+            plain.decoder,
+            plain.head,
+            preprocessor=preprocessors.CausalLMPreprocessor(lm_words),
+        )

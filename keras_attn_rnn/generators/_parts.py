@@ -2,6 +2,9 @@
 
 import keras
 
+from keras_attn_rnn import generation
+from keras_attn_rnn.tokenizers.tokenizer import is_text
+
 
 def check_layer(name, value):
     if not isinstance(value, keras.layers.Layer):
@@ -65,3 +68,27 @@ def variables(parts):
                 seen.add(id(variable))
                 result.append(variable)
     return result
+
+
+def check_preprocessor(value, kind):
+    """`value` (None, or a preprocessor of class `kind`), checked."""
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(
+            f"preprocessor must be a keras_attn_rnn.preprocessors.{kind.__name__}. "
+            f"Received: preprocessor={value!r}"
+        )
+    return value
+
+
+def generate(generator, inputs, max_length, options):
+    """A generator's `generate`: strings through its preprocessor
+    (`generation.generate_text`), ids through `generation.generate`."""
+    if is_text(inputs):
+        return generation.generate_text(
+            generator, generator.preprocessor, inputs, max_length, **options
+        )
+    if max_length is None:
+        raise ValueError(
+            "max_length is required when generating from ids. Received: max_length=None"
+        )
+    return generation.generate(generator, inputs, max_length, **options)

@@ -1,9 +1,9 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import generation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import SequenceAttention
+from keras_attn_rnn.preprocessors import CausalLMPreprocessor
 from keras_attn_rnn.stepping import CausalAttentionStep, _ops, causal_attention_step
 
 
@@ -25,7 +25,11 @@ class CausalLMGenerator:
         attention: the `SequenceAttention` of the causal self-attention.
         head: a layer, or a list of layers applied in order, from
             `concatenate([h, context])` to the logits `(B, V)`.
-        vocabulary_size: by default the embedding's `input_dim`.
+        vocabulary_size: by default the preprocessor's, else the embedding's
+            `input_dim`.
+        preprocessor: a `keras_attn_rnn.preprocessors.CausalLMPreprocessor`:
+            `generate` then takes prompt strings and returns each prompt with
+            its continuation.
 
     Prompts may have different lengths (a list of id lists, or rows
     right-padded with 0): each row continues from its own last token.
@@ -49,7 +53,10 @@ class CausalLMGenerator:
 
     is_seq2seq = False
 
-    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None):
+    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None, preprocessor=None):
+        self.preprocessor = _parts.check_preprocessor(preprocessor, CausalLMPreprocessor)
+        if preprocessor is not None:
+            vocabulary_size = vocabulary_size or preprocessor.tokenizer.vocabulary_size
         _parts.check_layer("embedding", embedding)
         rnns = _parts.layer_list("rnn", rnn)
         for layer in rnns:
@@ -121,6 +128,8 @@ class CausalLMGenerator:
         """One token `(B,)`: `(logits (B, V) float32, weights (B, L) float32, cache)`."""
         return self._step.next_logits(token, cache)
 
-    def generate(self, prompts, max_length, **options):
-        """`generation.generate(self, prompts, max_length, **options)`."""
-        return generation.generate(self, prompts, max_length, **options)
+    def generate(self, inputs, max_length=None, **options):
+        """`generation.generate(self, inputs, max_length, **options)` for ids; for
+        prompt strings (with a `preprocessor`), the generated strings
+        (`generation.generate_text`)."""
+        return _parts.generate(self, inputs, max_length, options)

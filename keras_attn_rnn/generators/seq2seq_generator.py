@@ -1,8 +1,8 @@
 from keras import ops
 
-from keras_attn_rnn import generation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
+from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.stepping import AttentionDecoderStep, DecoderStep
 
 
@@ -27,8 +27,11 @@ class Seq2SeqGenerator:
         head: a layer, or a list of layers applied in order, from the
             decoder's output to the logits `(B, V)`.
         source_vocab_size, target_vocab_size: the vocabularies; by default
-            the `input_dim` of the encoder's first `Embedding` and of
-            `target_embedding`.
+            the preprocessor's, else the `input_dim` of the encoder's first
+            `Embedding` and of `target_embedding`.
+        preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor` (the
+            one your model was trained through): `generate` then takes and
+            returns strings.
 
     Generation: `generator.generate(source, max_length, start_id=...,
     eos_id=..., sampler=...)` is `generation.generate(generator, ...)`: any
@@ -66,7 +69,12 @@ class Seq2SeqGenerator:
         head,
         source_vocab_size=None,
         target_vocab_size=None,
+        preprocessor=None,
     ):
+        self.preprocessor = _parts.check_preprocessor(preprocessor, Seq2SeqPreprocessor)
+        if preprocessor is not None:
+            source_vocab_size = source_vocab_size or preprocessor.source_vocabulary_size
+            target_vocab_size = target_vocab_size or preprocessor.target_vocabulary_size
         _parts.check_layer("encoder", encoder)
         _parts.check_layer("target_embedding", target_embedding)
         if not isinstance(decoder, AttentionDecoder):
@@ -120,6 +128,8 @@ class Seq2SeqGenerator:
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
         return self._step.next_logits(token, cache)
 
-    def generate(self, prompts, max_length, **options):
-        """`generation.generate(self, prompts, max_length, **options)`."""
-        return generation.generate(self, prompts, max_length, **options)
+    def generate(self, inputs, max_length=None, **options):
+        """`generation.generate(self, inputs, max_length, **options)` for ids; for
+        source strings (with a `preprocessor`), the generated strings
+        (`generation.generate_text`)."""
+        return _parts.generate(self, inputs, max_length, options)

@@ -192,13 +192,6 @@ class AttentiveLanguageModel(AttentiveModel):
         """
         return self._step.next_logits(token, cache)
 
-    def text_of(self, ids, result):
-        """Each prompt (without `<s>`) followed by its generated tokens, as text."""
-        rows = []
-        for prompt, tokens in zip(ids, result.tokens):
-            rows.append([i for i in prompt[1:] if i != 0] + list(tokens))
-        return self.preprocessor.generate_postprocess(rows)
-
     def get_config(self):
         return {
             **self.base_config(),

@@ -305,16 +305,6 @@ class Seq2Seq(AttentiveModel):
         sparse cross-entropy from the logits."""
         return losses.PointerGeneratorLoss() if self.copy else super().default_loss()
 
-    def text_generation_options(self):
-        if self.copy:
-            raise ValueError(
-                "generate() from strings does not encode copy attention's extended source "
-                "yet: pass ids and source_ext (see keras_attn_rnn.copying). Received: a "
-                "Seq2Seq with copy=True"
-            )
-        tokenizer = self.preprocessor.target_tokenizer
-        return {"start_id": tokenizer.start_id, "eos_id": tokenizer.end_id}
-
     def _forward(self, source, target, training=None):
         """Teacher forcing: `(logits, alignments, memory_mask, p_gen)`; `p_gen` (B, T, 1)
         with `copy`, else None."""
