@@ -217,3 +217,44 @@ def test_generators_with_a_preprocessor_take_and_give_strings():
             plain.head,
             preprocessor=preprocessors.CausalLMPreprocessor(lm_words),
         )
+
+
+def _keras_nmt(attention):
+    """A translator of Keras's own layers only: LSTM encoder and decoder, `attention` of the
+    decoder's outputs over the encoder's, a head on `[h; context]`."""
+    keras.utils.set_random_seed(5)
+    src = keras.Input((None,), dtype="int32")
+    tin = keras.Input((None,), dtype="int32")
+    memory, h, c = keras.layers.LSTM(12, return_sequences=True, return_state=True)(
+        keras.layers.Embedding(SOURCE_VOCAB, 6, mask_zero=True)(src)
+    )
+    embed_target = keras.layers.Embedding(TARGET_VOCAB, 6, mask_zero=True)
+    decoder_rnn = keras.layers.LSTM(12, return_sequences=True)
+    hidden = decoder_rnn(embed_target(tin), initial_state=[h, c])
+    head = [keras.layers.Dense(10, activation="tanh"), keras.layers.Dense(TARGET_VOCAB)]
+    both = keras.layers.Concatenate()([hidden, attention([hidden, memory])])
+    model = keras.Model([src, tin], head[1](head[0](both)))
+    encoder = keras.Model(src, [memory, h, c])
+    from keras_attn_rnn.generators import KerasAttentionGenerator
+
+    return model, KerasAttentionGenerator(encoder, embed_target, decoder_rnn, attention, head)
+
+
+@pytest.mark.parametrize(
+    "attention",
+    [lambda: keras.layers.Attention(), lambda: keras.layers.AdditiveAttention()],
+    ids=["Attention", "AdditiveAttention"],
+)
+def test_a_plain_keras_model_generates_as_rerunning_it_does(attention):
+    """Greedy decoding of a model of Keras's own layers, one cell step and one attention
+    read per token, gives the tokens of re-running the whole model on the growing prefix;
+    the alignments are the attention layer's scores over the (masked) source."""
+    model, generator = _keras_nmt(attention())
+    sources = [[3, 4, 5, 6], [7, 8]]
+    result = generate(generator, sources, 5, start_id=1)
+    for b, source in enumerate(sources):
+        assert result.tokens[b].tolist() == _rerun_seq2seq(model, np.array(source), 5, 1)
+        np.testing.assert_allclose(result.attention[b].sum(-1), 1.0, atol=1e-5)
+        assert np.all(result.attention[b, :, len(source) :] == 0)  # padding never attended
+    beam = generate(generator, sources, 5, start_id=1, sampler=samplers.BeamSampler(1))
+    np.testing.assert_array_equal(beam.tokens, result.tokens)

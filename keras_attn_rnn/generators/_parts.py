@@ -1,6 +1,7 @@
 """What the generators share: checking the parts, calling a head, collecting variables."""
 
 import keras
+from keras import ops
 
 from keras_attn_rnn import generation
 from keras_attn_rnn.tokenizers.tokenizer import is_text
@@ -92,3 +93,21 @@ def generate(generator, inputs, max_length, options):
             "max_length is required when generating from ids. Received: max_length=None"
         )
     return generation.generate(generator, inputs, max_length, **options)
+
+
+def encode(owner, encoder, prompts, start_id, parts):
+    """`(memory, memory_mask, states or None)` of the source ids `prompts` through
+    `encoder` (its outputs: the memory, or `[memory, *states]`), after checking that
+    `start_id` is given and every `(name, layer)` of `parts` is built."""
+    if start_id is None:
+        raise ValueError(
+            f"{owner} needs start_id, the first decoder input. Received: start_id=None"
+        )
+    check_built(parts)
+    source = ops.cast(prompts, "int32")
+    encoded = encoder(source, training=False)
+    if isinstance(encoded, (list, tuple)):
+        memory, states = encoded[0], list(encoded[1:]) or None
+    else:
+        memory, states = encoded, None
+    return memory, ops.not_equal(source, 0), states

@@ -1,5 +1,3 @@
-from keras import ops
-
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
 from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
@@ -107,22 +105,16 @@ class Seq2SeqGenerator:
             `(logits (B, V) float32, alignments (B, S) float32, cache)`; the
             cache is the decoder's step state (a dict, batch first).
         """
-        if start_id is None:
-            raise ValueError(
-                "Seq2SeqGenerator needs start_id, the first decoder input. Received: start_id=None"
-            )
-        _parts.check_built(
+        memory, mask, states = _parts.encode(
+            type(self).__name__,
+            self.encoder,
+            prompts,
+            start_id,
             [("encoder", self.encoder), ("target_embedding", self.target_embedding)]
             + [("decoder", self.decoder)]
-            + [("head", layer) for layer in self.head]
+            + [("head", layer) for layer in self.head],
         )
-        source = ops.cast(prompts, "int32")
-        encoded = self.encoder(source, training=False)
-        if isinstance(encoded, (list, tuple)):
-            memory, states = encoded[0], list(encoded[1:]) or None
-        else:
-            memory, states = encoded, None
-        return self._step.start(memory, ops.not_equal(source, 0), states, start_id)
+        return self._step.start(memory, mask, states, start_id)
 
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
