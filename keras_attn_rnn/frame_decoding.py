@@ -14,6 +14,7 @@ from keras import ops
 
 from keras_attn_rnn.layers import AttentionDecoder
 from keras_attn_rnn.samplers.sampler import check_int
+from keras_attn_rnn.stepping import AttentionDecoderStep
 
 
 @dataclasses.dataclass
@@ -111,7 +112,8 @@ def decode_frames(
             ("stop_layer", stop_layer),
         )
     )
-    state = decoder.get_initial_state(memory, memory_mask=memory_mask, cell_state=initial_state)
+    decoder_step = AttentionDecoderStep(decoder)
+    state = decoder_step.initial_cache(memory, memory_mask, initial_state)
     batch = int(ops.shape(state["memory"])[0])
     previous = _go_frame(go_frame, frame_layer, batch)
 
@@ -119,9 +121,7 @@ def decode_frames(
     done = np.zeros(batch, bool)
     lengths = np.full(batch, max_steps, "int32")
     for step in range(max_steps):
-        output, state, weights = decoder.step(_apply(prenet, previous), state)
-        if isinstance(weights, list):
-            weights = weights[0]
+        output, weights, _, state = decoder_step.step(_apply(prenet, previous), state)
         frame = _apply(frame_layer, output)
         stop = ops.sigmoid(ops.cast(ops.reshape(_apply(stop_layer, output), (batch,)), "float32"))
         live = ~done  # sequences that had not stopped before this step

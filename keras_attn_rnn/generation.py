@@ -8,23 +8,8 @@ a `keras.ops.while_loop`, compiled for the backend (`tf.function` on
 TensorFlow, `jax.jit` on JAX; on PyTorch eager, or with `jit_compile=True` a
 `torch.compile`d decoding step).
 
-Any object with this step API can be decoded (tests use fake models):
-
-- `output_vocab_size` (and optionally `prompt_vocab_size`) attributes, and
-  `is_seq2seq = True` for a model whose prompts are sources (then `start_id`
-  is required and prompts are not compacted);
-- `logits, weights, cache = model.init_cache(prompts, max_length, start_id)`:
-  float32 logits `(B, V)` of the first generated token, its attention weights
-  `(B, S)` and a cache, a nest of tensors whose leading axis is the batch;
-- `logits, weights, cache = model.next_logits(token, cache)` for a `(B,)`
-  int32 token.
-
-Beam search repeats the cache `beam_width` times along the batch axis and
-reorders it as beams are selected. Its coverage penalty reads two optional
-entries of a dict cache: `memory_mask` `(B, S)` bool (True at real source
-positions; `Seq2Seq`'s cache has it; without it every position is real) and
-`initial_alignments` `(B, S)` (the alignments before the first step, where
-accumulated attention starts; zeros without it).
+Any object with the step API (`init_cache` / `next_logits`, described by
+`keras_attn_rnn.stepping.StepModel`) can be decoded; tests use fake models.
 """
 
 from __future__ import annotations
@@ -282,6 +267,45 @@ def _vocabularies(model):
     output_vocab = int(model.output_vocab_size)
     prompt_vocab = int(getattr(model, "prompt_vocab_size", output_vocab))
     return prompt_vocab, output_vocab, bool(getattr(model, "is_seq2seq", False))
+
+
+def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy", **options):
+    """`generate` from strings to strings, through a preprocessor.
+
+    `inputs` (a string, or a list of them: a `Seq2Seq`'s sources, a language model's
+    prompts) become ids with `preprocessor.generate_preprocess`; `generate` decodes them
+    with the preprocessor's start and end ids (`generation_options`) unless `options`
+    says otherwise; `preprocessor.generate_postprocess` turns the tokens (the best beam's)
+    back into text. A string in gives a string back, a list a list.
+
+    Args:
+        model: a model with the step API (a ready model, a generator).
+        preprocessor: a `keras_attn_rnn.preprocessors` preprocessor of that model.
+        inputs: a string or a list of strings.
+        max_length: the most tokens generated; default the preprocessor's
+            (`default_max_length`).
+        sampler, **options: as `generate` takes them.
+    """
+    if preprocessor is None:
+        raise ValueError(
+            f"{type(model).__name__}.generate takes strings only with a preprocessor: give "
+            "the model (or generator) preprocessor=..., or pass token ids. "
+            "Received: preprocessor=None"
+        )
+    if getattr(model, "copy", False):
+        raise ValueError(
+            "generating from strings does not encode copy attention's extended source yet: "
+            "pass ids and source_ext (see keras_attn_rnn.copying). Received: a model with "
+            "copy=True"
+        )
+    single = isinstance(inputs, str)
+    ids = preprocessor.generate_preprocess(inputs)
+    options = {**preprocessor.generation_options(), **options}
+    max_length = max_length or preprocessor.default_max_length()
+    result = generate(model, ids, max_length, sampler=sampler, **options)
+    tokens = result.tokens[:, 0] if result.tokens.ndim == 3 else result.tokens  # best beam
+    texts = preprocessor.generate_postprocess(tokens, prompts=ids)
+    return texts[0] if single else texts
 
 
 def _prepare_prompts(prompts, vocab_size, compact):

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -167,6 +171,22 @@ def metric_steps(client, run_id: str, *, system: bool = False) -> dict[str, list
     }
 
 
+class FakeClock:
+    """`time` for `resilient`: nothing sleeps, the clock moves when told."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 # A process holding a run's lock as a live run does: argv[1] the checkpoint folder; it prints
 # "locked", then holds the lock until its stdin is closed.
 LOCK_HOLDER = r"""
@@ -204,3 +224,98 @@ def lock_held(folder, run_id: str):
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+class SlowProxy:
+    """An HTTP proxy on a free 127.0.0.1 port in front of `upstream` (a server's URI) that
+    holds each request `delay` seconds before passing it on (a server that turned slow).
+
+    Runs on threads of the test process; `delay` can be changed at any time. A request the
+    client gave up on is still passed on, as a slow server still carries it out
+    (`wait_idle` waits for the last of them).
+    """
+
+    def __init__(self, upstream: str):
+        self.upstream = urllib.parse.urlparse(upstream)
+        self.delay = 0.0
+        self.in_flight = 0
+        self._count = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self):
+                with proxy._count:
+                    proxy.in_flight += 1
+                try:
+                    self._pass_on()
+                finally:
+                    with proxy._count:
+                        proxy.in_flight -= 1
+
+            def _pass_on(self):
+                body = self._body()
+                time.sleep(proxy.delay)
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port)
+                try:
+                    headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+                    headers["Content-Length"] = str(len(body))
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    answer = conn.getresponse()
+                    data = answer.read()
+                finally:
+                    conn.close()
+                with contextlib.suppress(OSError):  # the client may have given up
+                    self.send_response(answer.status)
+                    for key, value in answer.getheaders():
+                        if key.lower() not in HOP and key.lower() != "content-length":
+                            self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    chunks = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0], 16)
+                        chunk = self.rfile.read(size)
+                        self.rfile.readline()  # the CRLF after each chunk
+                        if size == 0:
+                            return b"".join(chunks)
+                        chunks.append(chunk)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _forward
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def wait_idle(self, seconds: float) -> None:
+        """Wait until every request the proxy holds has been passed on and answered."""
+        deadline = time.monotonic() + seconds
+        while self.in_flight:
+            assert time.monotonic() < deadline, f"{self.in_flight} requests still held"
+            time.sleep(0.1)
+
+    def __enter__(self) -> SlowProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=30)
+
+
+# Headers that belong to one connection, not to the request the proxy passes on.
+HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"})

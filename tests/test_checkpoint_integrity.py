@@ -87,9 +87,7 @@ def test_a_checkpoint_of_another_run_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_refuses_a_damaged_checkpoint_and_leaves_the_run_as_it_was(
-    tmp_path, monkeypatch, capsys
-):
+def test_resume_refuses_a_damaged_checkpoint_and_ends_the_run_failed(tmp_path, monkeypatch, capsys):
     uri = migrated_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
@@ -99,6 +97,7 @@ def test_resume_refuses_a_damaged_checkpoint_and_leaves_the_run_as_it_was(
     run_interrupted_after_checkpoint(monkeypatch, config)
     (run,) = runs(uri)
     run_id = run.info.run_id
+    assert run.info.status == "KILLED" and "resume_with" in run.data.tags
     folder = next((tmp_path / "mlruns" / "checkpoints").glob(run_id))
     state = json.loads((folder / "state.json").read_text())
     assert state["run_id"] == run_id
@@ -107,5 +106,6 @@ def test_resume_refuses_a_damaged_checkpoint_and_leaves_the_run_as_it_was(
     err = capsys.readouterr().err
     assert "is damaged" in err and "Traceback" not in err
     run = mlflow.MlflowClient(uri).get_run(run_id)
-    assert run.info.status == "KILLED" and "is damaged" in run.data.tags["failure_reason"]
+    assert run.info.status == "FAILED" and "is damaged" in run.data.tags["failure_reason"]
+    assert not {"killed_by", "resume_with"} & run.data.tags.keys()  # resuming fails again
     assert mlflow.MlflowClient(uri).get_metric_history(run_id, "loss") == []

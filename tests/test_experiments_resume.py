@@ -46,7 +46,7 @@ def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
     run_interrupted_after_checkpoint(monkeypatch, config)
     interrupted = runs(uri)[0]
     assert interrupted.info.run_id != reference.info.run_id
-    assert interrupted.info.status == "KILLED"
+    assert interrupted.info.status == "KILLED" and "killed_by" in interrupted.data.tags
     # Epoch 1 was checkpointed but never reached MLflow; resume must log it once.
     assert _history(uri, interrupted.info.run_id, "loss") == []
 
@@ -54,6 +54,7 @@ def test_resume_continues_same_run_exactly(tmp_path, monkeypatch):
 
     resumed = mlflow.MlflowClient(uri).get_run(interrupted.info.run_id)
     assert resumed.info.status == "FINISHED"
+    assert not {"killed_by", "resume_with"} & resumed.data.tags.keys()  # no stale reason
     assert len(runs(uri)) == 2  # no new run was created
     for key in ("loss", "val_loss", "train_accuracy", "val_alignment_accuracy", "epoch_seconds"):
         steps = sorted(m.step for m in _history(uri, resumed.info.run_id, key))

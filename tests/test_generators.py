@@ -168,3 +168,93 @@ def test_generators_refuse_wrong_parts_before_any_work():
         unbuilt.generate([[1, 2]], 3)
     with pytest.raises(ValueError, match="target_vocab_size must be an integer >= 2"):
         Seq2SeqGenerator(generator.encoder, embedding, generator.decoder, head, target_vocab_size=0)
+
+
+def _words(vocabulary_size):
+    """A word tokenizer of exactly `vocabulary_size` ids (specials included)."""
+    from keras_attn_rnn import tokenizers
+
+    return tokenizers.WordTokenizer([f"w{i}" for i in range(vocabulary_size - 4)])
+
+
+def test_generators_with_a_preprocessor_take_and_give_strings():
+    """Your own model through its preprocessor: source strings in, the strings of the ids
+    generation gives out; a language model returns each prompt with its continuation."""
+    from keras_attn_rnn import preprocessors
+
+    model, plain = _nmt()
+    source_words, target_words = _words(SOURCE_VOCAB), _words(TARGET_VOCAB)
+    preprocessor = preprocessors.Seq2SeqPreprocessor(source_words, target_words, target_length=5)
+    translator = Seq2SeqGenerator(
+        plain.encoder, plain.target_embedding, plain.decoder, plain.head, preprocessor=preprocessor
+    )
+    sources = ["w1 w2 w3", "w4 w5"]
+    texts = translator.generate(sources, sampler="greedy")
+    ids = generate(plain, preprocessor(sources), 6, start_id=1, eos_id=2).tokens
+    assert texts == target_words.decode_batch(ids)
+    assert translator.generate("w1 w2 w3") == texts[0]
+
+    embedding = keras.layers.Embedding(LM_VOCAB, 6, mask_zero=True)
+    rnn = keras.layers.GRU(8, return_sequences=True)
+    attention = SequenceAttention(score="general")
+    head = keras.layers.Dense(LM_VOCAB)
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = rnn(embedding(tokens))
+    keras.Model(tokens, head(keras.layers.Concatenate()([hidden, attention([hidden, hidden])])))
+    lm_words = _words(LM_VOCAB)
+    writer = CausalLMGenerator(
+        embedding, rnn, attention, head, preprocessor=preprocessors.CausalLMPreprocessor(lm_words)
+    )
+    continued = writer.generate(["w3 w4", "w7"], max_length=3)
+    assert continued[0].startswith("w3 w4") and continued[1].startswith("w7")
+    with pytest.raises(ValueError, match=r"takes strings only with a preprocessor"):
+        plain.generate(["w1"], 3)
+    with pytest.raises(ValueError, match=r"preprocessor must be a .*Seq2SeqPreprocessor"):
+        Seq2SeqGenerator(
+            plain.encoder,
+            plain.target_embedding,
+            plain.decoder,
+            plain.head,
+            preprocessor=preprocessors.CausalLMPreprocessor(lm_words),
+        )
+
+
+def _keras_nmt(attention):
+    """A translator of Keras's own layers only: LSTM encoder and decoder, `attention` of the
+    decoder's outputs over the encoder's, a head on `[h; context]`."""
+    keras.utils.set_random_seed(5)
+    src = keras.Input((None,), dtype="int32")
+    tin = keras.Input((None,), dtype="int32")
+    memory, h, c = keras.layers.LSTM(12, return_sequences=True, return_state=True)(
+        keras.layers.Embedding(SOURCE_VOCAB, 6, mask_zero=True)(src)
+    )
+    embed_target = keras.layers.Embedding(TARGET_VOCAB, 6, mask_zero=True)
+    decoder_rnn = keras.layers.LSTM(12, return_sequences=True)
+    hidden = decoder_rnn(embed_target(tin), initial_state=[h, c])
+    head = [keras.layers.Dense(10, activation="tanh"), keras.layers.Dense(TARGET_VOCAB)]
+    both = keras.layers.Concatenate()([hidden, attention([hidden, memory])])
+    model = keras.Model([src, tin], head[1](head[0](both)))
+    encoder = keras.Model(src, [memory, h, c])
+    from keras_attn_rnn.generators import KerasAttentionGenerator
+
+    return model, KerasAttentionGenerator(encoder, embed_target, decoder_rnn, attention, head)
+
+
+@pytest.mark.parametrize(
+    "attention",
+    [lambda: keras.layers.Attention(), lambda: keras.layers.AdditiveAttention()],
+    ids=["Attention", "AdditiveAttention"],
+)
+def test_a_plain_keras_model_generates_as_rerunning_it_does(attention):
+    """Greedy decoding of a model of Keras's own layers, one cell step and one attention
+    read per token, gives the tokens of re-running the whole model on the growing prefix;
+    the alignments are the attention layer's scores over the (masked) source."""
+    model, generator = _keras_nmt(attention())
+    sources = [[3, 4, 5, 6], [7, 8]]
+    result = generate(generator, sources, 5, start_id=1)
+    for b, source in enumerate(sources):
+        assert result.tokens[b].tolist() == _rerun_seq2seq(model, np.array(source), 5, 1)
+        np.testing.assert_allclose(result.attention[b].sum(-1), 1.0, atol=1e-5)
+        assert np.all(result.attention[b, :, len(source) :] == 0)  # padding never attended
+    beam = generate(generator, sources, 5, start_id=1, sampler=samplers.BeamSampler(1))
+    np.testing.assert_array_equal(beam.tokens, result.tokens)

@@ -104,7 +104,8 @@ def _tiny_config():
     return config_lib.validate({"task": TINY_TASKS["needle"], **TINY})
 
 
-def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
+@pytest.mark.parametrize("ended", ["RUNNING", "KILLED"])  # kill -9, or Ctrl+C / SIGTERM
+def test_resume_without_state_json_refuses_and_ends_the_run_failed(store, capsys, ended):
     client, experiment, tmp_path = store
     run_id = client.create_run(experiment).info.run_id
     folder = tmp_path / "ck" / run_id
@@ -112,13 +113,24 @@ def test_resume_without_state_json_refuses_instead_of_restarting(store, capsys):
     (folder / "epoch-0000").mkdir()  # a checkpoint whose state.json was lost
     client.set_tag(run_id, "checkpoint_dir", str(folder))
     client.log_text(run_id, config_lib.to_yaml(_tiny_config()), CONFIG_ARTIFACT)
-    client.set_terminated(run_id, "KILLED")
+    if ended == "KILLED":
+        client.set_tag(run_id, "killed_by", "SIGTERM")
+        client.set_tag(run_id, "resume_with", f"python -m experiments resume {run_id}")
+        client.set_terminated(run_id, "KILLED")
+    with lock_held(folder, run_id) as holder:  # a live process still trains it: left alone
+        assert main(["resume", run_id]) == errors.EXIT_LOCKED
+        assert f"pid {holder.pid}" in capsys.readouterr().err
+        run = client.get_run(run_id)
+        assert run.info.status == ended and "failure_reason" not in run.data.tags
     assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
     err = capsys.readouterr().err
     assert "state.json" in err and "is missing" in err and "new run" in err
     assert client.get_metric_history(run_id, "loss") == []  # no epoch 1 again
     run = client.get_run(run_id)
-    assert run.info.status == "KILLED" and "state.json" in run.data.tags["failure_reason"]
+    assert run.info.status == "FAILED" and run.info.end_time is not None
+    assert "resume refused" in run.data.tags["failure_reason"]
+    assert "state.json" in run.data.tags["failure_reason"]
+    assert not {"killed_by", "resume_with"} & run.data.tags.keys()  # resume would fail again
     assert len(runs(mlflow.get_tracking_uri())) == 1
 
 

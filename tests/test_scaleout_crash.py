@@ -14,8 +14,9 @@ import mlflow
 import numpy as np
 import pytest
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
-from scaleout_helpers import child_env, cli, metric_steps
+from scaleout_helpers import child_env, cli, metric_steps, wait_while_alive
 
+from experiments import errors
 from experiments.commands import main
 from experiments.training import run as training_run
 
@@ -128,6 +129,57 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path, back
     assert expected_weights.keys() == got_weights.keys()
     for key, value in expected_weights.items():
         np.testing.assert_allclose(got_weights[key], value, atol=1e-5, err_msg=f"{key} {delays}")
+
+
+def _flip(path: Path, offset: int = -64) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_refused_resume_of_a_sigkilled_run_ends_it_failed_until_it_finishes(
+    tmp_path, monkeypatch, capsys
+):
+    uri = migrated_store(tmp_path)
+    checkpoints = tmp_path / "ck"
+    config = write_config(
+        tmp_path,
+        TINY_TASKS["needle"],
+        train={"epochs": 4, "checkpoint_dir": str(checkpoints)},
+        tracking={"log_model": False},
+    )
+    proc = cli(["run", str(config)], child_env(MLFLOW_TRACKING_URI=uri), tmp_path)
+    try:
+        wait_while_alive(lambda: list(checkpoints.glob("*/state.json")), proc, 300, "checkpoint")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    (run,) = runs(uri)
+    run_id = run.info.run_id
+    assert run.info.status == "RUNNING"  # nobody could end it
+    state = json.loads((checkpoints / run_id / "state.json").read_text())
+    weights = checkpoints / run_id / state["checkpoint"] / "model.weights.h5"
+    _flip(weights)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert "is damaged" in capsys.readouterr().err
+    client = mlflow.MlflowClient(uri)
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED" and run.info.end_time is not None
+    reason = run.data.tags["failure_reason"]
+    assert reason.startswith("resume refused") and "model.weights.h5 is damaged" in reason
+    _flip(weights)  # the file restored from a backup: the run can go on
+    assert main(["resume", run_id]) == 0
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert "failure_reason" not in run.data.tags  # the reason of its earlier ending is gone
+    assert metric_steps(client, run_id)["loss"] == [1, 2, 3, 4]
 
 
 class Poison(keras.callbacks.Callback):

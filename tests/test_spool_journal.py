@@ -11,7 +11,7 @@ import time
 
 import pytest
 from experiments_helpers import store_with_run
-from scaleout_helpers import Down, child_env
+from scaleout_helpers import Down, FakeClock, child_env
 
 from experiments.commands import main
 from experiments.tracking import resilient, run_folder
@@ -269,22 +269,6 @@ def test_a_slow_server_costs_the_run_at_most_its_time_budget_then_spools(store, 
     assert tracker.flush()
     assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == list(range(1, 21))
     assert client.get_run(run_id).data.tags["c"] == "3"
-
-
-class FakeClock:
-    """`time` for `resilient`: nothing sleeps, the clock moves when told."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_a_crawling_server_costs_at_most_the_budget_per_minute_over_a_long_run(monkeypatch):

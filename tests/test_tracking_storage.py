@@ -1,14 +1,21 @@
-"""A full local tracking store is a storage error, not a server that went away (issue 30)."""
+"""A full local tracking store is a storage error, not a server that went away (issue 30, 43)."""
 
 from __future__ import annotations
 
 import errno
+import os
+import shutil
+from pathlib import Path
 
+import mlflow
 import pytest
 import sqlalchemy
+from experiments_helpers import TINY_TASKS, runs, use_store, write_config
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
 
+from experiments import errors
+from experiments.commands import main
 from experiments.errors import StorageError
 from experiments.tracking import resilient, transient
 
@@ -84,3 +91,35 @@ def test_a_full_disk_under_an_artifact_names_the_file():
     err = OSError(errno.ENOSPC, "No space left on device", "/store/artifacts/loss.png")
     with pytest.raises(StorageError, match=r"/store/artifacts/loss\.png: No space left on dev"):
         resilient.Link().call(lambda: (_ for _ in ()).throw(err))
+
+
+@pytest.mark.slow
+def test_a_full_artifact_disk_names_the_store_and_leaves_neither_model(
+    tmp_path, monkeypatch, capsys
+):
+    uri = use_store(tmp_path, monkeypatch)
+    root = tmp_path / "mlruns" / "artifacts"  # the runner's experiment keeps them there
+    config = write_config(tmp_path, TINY_TASKS["reverse"], generate={"max_length": 4})
+    copyfile = shutil.copyfile
+
+    def full_from_the_text_models_code(src, dst, *args, **kwargs):
+        # The disk fills up as the text model's code is copied in (the Keras-flavor model
+        # is in already). The kernel refuses the write, and shutil names both files: the
+        # one it read (in a temporary folder) and the one it wrote.
+        if Path(dst).is_relative_to(root) and "code" in Path(dst).relative_to(root).parts:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+        return copyfile(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full_from_the_text_models_code)
+    assert main(["run", str(config)]) == errors.EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert f"the artifact store {root} is full; {root}/models/" in err
+    assert "free space there" in err and "Traceback" not in err
+    (run,) = runs(uri)
+    assert run.info.status == "FAILED"
+    assert f"the artifact store {root} is full" in run.data.tags["failure_reason"]
+    models = mlflow.MlflowClient(uri).search_logged_models(
+        [run.info.experiment_id], filter_string=f"source_run_id = '{run.info.run_id}'"
+    )
+    assert models == []  # neither model: never a READY `model` beside a failed `text_model`
+    assert not {"model_uri", "text_model_uri"} & run.data.tags.keys()

@@ -7,7 +7,13 @@
   not logged again. Either way `delete_orphans` deletes the run's logged
   models that no tag names (a `PENDING` one left by an interrupt in the
   middle of logging, or a finished one whose tags were never set), so the run
-  ends with exactly one `model` and one `text_model`.
+  ends with exactly one `model` and one `text_model`. When logging them
+  fails (a full artifact disk), `delete_orphans` deletes what was logged of
+  them: the run has both models or neither, never one beside a failed one.
+- Why the run ended: each ending sets the tags of its status
+  (`ENDING_TAGS`); `stale_tags` are those an earlier ending of a resumed
+  run left that the new ending does not set (a `failure_reason` on a run
+  that finished), which are deleted.
 """
 
 from __future__ import annotations
@@ -42,3 +48,17 @@ def delete_orphans(client, run_id: str, card: dict | None = None) -> list[str]:
             client.delete_logged_model(model.model_id)
             deleted.append(model.model_id)
     return deleted
+
+
+# The tags that say why a run ended with each status (set by the runner as it ends the run).
+ENDING_TAGS = {
+    "FINISHED": (),
+    "KILLED": ("killed_by", "resume_with"),
+    "FAILED": ("failure_reason",),
+}
+
+
+def stale_tags(tags: dict, status: str) -> list[str]:
+    """The tags among `tags` that say why the run ended otherwise than with `status`."""
+    own = ENDING_TAGS.get(status, ())
+    return [key for keys in ENDING_TAGS.values() for key in keys if key in tags and key not in own]

@@ -7,10 +7,11 @@
   folder>/spool`, see `spool`) and training goes on. After a failure the
   link stays "offline" for a cool-down period, so an outage costs one round
   of retries, not one per call. `flush()` uploads the spool (done
-  automatically at the end of the run); `python -m experiments sync RUN_ID`
-  does it later.
-- `end_run`: end the active run even when the server is down (the final
-  status is then spooled too), and stop the tracker's artifact thread.
+  automatically at the end of the run, within the budget); `python -m
+  experiments sync RUN_ID` does the rest later.
+- `end_run`: end the active run in bounded time, even when the server is
+  down or crawling (the final status is then spooled too), and stop the
+  tracker's artifact thread.
 
 Nothing is lost (every failed call is spooled) and nothing is logged twice
 (metrics carry an explicit step and are checked against the run's history
@@ -20,6 +21,8 @@ place).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import shutil
@@ -35,7 +38,7 @@ import yaml
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
 from experiments.errors import Offline, StorageError
-from experiments.tracking import model_logging
+from experiments.tracking import finishing, model_logging, server, store
 from experiments.tracking import spool as spool_lib
 from experiments.tracking.tracker import Tracker
 from experiments.tracking.transient import is_transient, raise_if_storage
@@ -63,6 +66,9 @@ class Link:
             costs a run at most `budget` per `window` over any stretch of
             time, plus one full bucket and one call in flight (one HTTP
             timeout).
+        artifact_root: `() -> str | None`, the local folder of the run's
+            artifact store (None: not local), named when a full disk fails
+            a call (see `transient.raise_if_storage`).
     """
 
     window = 60.0
@@ -73,8 +79,10 @@ class Link:
         backoff: float = 0.5,
         cooldown: float = 20.0,
         budget: float | None = None,
+        artifact_root=None,
     ):
         self.attempts, self.backoff, self.cooldown = attempts, backoff, cooldown
+        self.artifact_root = artifact_root
         if budget is None:
             budget = float(os.environ.get("ATTN_RNN_TRACKING_BUDGET", DEFAULT_BUDGET_SECONDS))
         self.budget = budget
@@ -93,8 +101,8 @@ class Link:
             try:
                 result = fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - filtered by is_transient
-                self._spend(started)
-                raise_if_storage(err)  # a full local store is no outage
+                self._spend(started, failed=True)
+                raise_if_storage(err, self.artifact_root)  # a full local store is no outage
                 if not is_transient(err):
                     raise
                 last = err
@@ -103,7 +111,7 @@ class Link:
                 if attempt + 1 < self.attempts:
                     paused = time.monotonic()
                     time.sleep(min(self.backoff * 2**attempt, self._left()))
-                    self._spend(paused)  # waiting to retry is waiting on the server too
+                    self._spend(paused, failed=True)  # waiting to retry is waiting too
                 continue
             self._spend(started)
             if self._left() <= 0:
@@ -116,15 +124,25 @@ class Link:
 
     def untimed(self, fn, *args, **kwargs):
         """`call` for work that is slow by nature (logging a model, uploading the spool):
-        retried the same way, but outside the time budget."""
+        a try that succeeds is outside the time budget; a failed one, and the pause
+        before the next, count against it as any call's do (a server that stopped
+        answering costs one try, not `attempts` of them)."""
         self._untimed = True
         try:
             return self.call(fn, *args, **kwargs)
         finally:
             self._untimed = False
 
-    def _spend(self, started: float) -> None:
-        if self._untimed:
+    def retry_now(self) -> bool:
+        """Lift the cool-down if the budget has credit left (the end of a run tries the
+        server again after an outage, not after a slow server spent the budget); return
+        whether calls may go to the server now."""
+        if self._left() > 0:
+            self.offline_until = 0.0
+        return time.monotonic() >= self.offline_until
+
+    def _spend(self, started: float, failed: bool = False) -> None:
+        if self._untimed and not failed:
             return
         now = time.monotonic()
         self._refill(now)
@@ -136,8 +154,6 @@ class Link:
         self._refilled = now
 
     def _left(self) -> float:
-        if self._untimed:
-            return float("inf")
         self._refill(time.monotonic())
         return self._credit
 
@@ -278,8 +294,18 @@ class ResilientTracker(Tracker):
     def __init__(self, client, run_id: str, folder: Path, link: Link | None = None):
         self.raw_client = client
         self.link = link or Link()
+        if self.link.artifact_root is None:
+            self.link.artifact_root = self.artifact_root
         self.spool = spool_lib.Spool(Path(folder) / spool_lib.SPOOL_DIR)
         super().__init__(SpoolingClient(client, self.spool, self.link), run_id)
+
+    def artifact_root(self) -> str | None:
+        """The local folder of the run's artifact store (its experiment's artifact
+        location), or None when it is not a local folder."""
+        run = self.raw_client.get_run(self.run_id)
+        location = self.raw_client.get_experiment(run.info.experiment_id).artifact_location
+        folder = store.local_store_dir(location)
+        return None if folder is None else str(folder)
 
     def logged_steps(self, key: str) -> set[int]:
         """Steps of `key` on the server (or logged by this process) plus spooled ones."""
@@ -300,23 +326,34 @@ class ResilientTracker(Tracker):
         self.spool.append({"op": "model", "file": name, "card": card})
         return {tag: SPOOLED_MODEL_URI for tag in model_logging.model_tags(card)}
 
-    def flush(self) -> bool:
-        """Finish the artifact thread, upload the spool; True when nothing is left in it."""
+    def flush(self, within_budget: bool = False) -> bool:
+        """Finish the artifact thread, upload the spool; True when nothing is left in it.
+
+        `within_budget` (the end of a run): the upload is tried only if the link's
+        budget has credit left, each request counts against it (a spooled model as
+        one `untimed` call), and what the budget does not cover stays spooled.
+        """
         try:
             self.wait()
         except Exception as err:  # noqa: BLE001 - the run must still end (and not mask an error)
             print(f"warning: logging artifacts failed: {err!r}", file=sys.stderr)
         if not self.spool.exists():
             return True
-        self.link.offline_until = 0.0
+
+        def log_model(path, card):
+            return Tracker.log_model(self, load_keras(path), card)
+
         try:
-            self.link.untimed(
-                spool_lib.replay,
-                self.spool,
-                self.raw_client,
-                self.run_id,
-                log_model=lambda path, card: Tracker.log_model(self, load_keras(path), card),
-            )
+            if not within_budget:
+                self.link.offline_until = 0.0
+                upload = functools.partial(self.link.untimed, spool_lib.replay)
+                upload(self.spool, self.raw_client, self.run_id, log_model=log_model)
+            elif not self.link.retry_now():
+                raise Offline("the tracking time budget is spent")
+            else:
+                budgeted = functools.partial(self.link.untimed, log_model)
+                client = Budgeted(self.raw_client, self.link)
+                spool_lib.replay(self.spool, client, self.run_id, log_model=budgeted)
         except Exception as err:  # noqa: BLE001 - never fail a finished run over its spool
             if not isinstance(err, Offline):
                 print(f"warning: uploading the spool failed: {err!r}", file=sys.stderr)
@@ -346,15 +383,30 @@ class ResilientTracker(Tracker):
         self.spool.close()
 
 
+class Budgeted:
+    """A client whose every call goes through `link.call`: retried, timed, and refused
+    (`Offline`) once the link's budget is spent."""
+
+    def __init__(self, client, link: Link):
+        self._client, self._link = client, link
+
+    def __getattr__(self, name):
+        return functools.partial(self._link.call, getattr(self._client, name))
+
+
 def load_keras(path) -> object:
     """Load a `.keras` file with `safe_mode=True` (no lambdas, no arbitrary code)."""
     return keras.saving.load_model(path, safe_mode=True)
 
 
 def end_run(tracker, status: str) -> None:
-    """Upload the spool, then end the active run with `status`, spooling it if offline.
+    """Upload the spool, delete the tags of an earlier ending that do not fit this one
+    (`finishing.stale_tags`: a resumed run's), then end the active run with `status`.
 
-    The tracker's artifact thread is stopped in any case.
+    All of it waits on the server within the link's budget (see `flush`); once
+    the budget is spent, the status gets one try of `LAST_TRY_SECONDS`, then
+    goes to the spool (`sync` sets it), so the end of a run takes bounded time
+    however slow the server. The tracker's artifact thread is stopped in any case.
     """
     try:
         _end_run(tracker, status)
@@ -362,10 +414,17 @@ def end_run(tracker, status: str) -> None:
         tracker.close()
 
 
+# Seconds the first request that ends the run may take (MLflow's HTTP timeout); after that,
+# the status goes through the link (within its budget) or to the spool.
+LAST_TRY_SECONDS = 1
+
+
 def _end_run(tracker: ResilientTracker, status: str) -> None:
-    tracker.flush()
+    tracker.flush(within_budget=True)
+    _drop_stale_tags(tracker, status)
     try:
-        mlflow.end_run(status)  # pops the local active run first, then tells the server
+        with server.request_timeout(LAST_TRY_SECONDS):
+            mlflow.end_run(status)  # pops the local active run first, then tells the server
         return
     except Exception as err:  # noqa: BLE001 - only an unreachable server is tolerated
         raise_if_storage(err)
@@ -373,7 +432,7 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
             raise
     end_time = int(time.time() * 1000)
     try:
-        tracker.link.offline_until = 0.0
+        tracker.link.retry_now()
         tracker.link.call(tracker.raw_client.set_terminated, tracker.run_id, status, end_time)
     except Offline:
         try:
@@ -383,6 +442,17 @@ def _end_run(tracker: ResilientTracker, status: str) -> None:
             return
         print(
             f"warning: run {tracker.run_id} ended {status} while the tracking server was "
-            f"unreachable; run `python -m experiments sync {tracker.run_id}` to upload",
+            "unreachable or slower than its time budget allows; run `python -m experiments "
+            f"sync {tracker.run_id}` to upload",
             file=sys.stderr,
         )
+
+
+def _drop_stale_tags(tracker: ResilientTracker, status: str) -> None:
+    """Delete the tags an earlier ending of the run left that do not fit `status` (left in
+    place when the server does not answer within the budget)."""
+    link, client = tracker.link, tracker.raw_client
+    with contextlib.suppress(Offline):
+        tags = link.call(client.get_run, tracker.run_id).data.tags
+        for key in finishing.stale_tags(tags, status):
+            link.call(client.delete_tag, tracker.run_id, key)

@@ -7,6 +7,7 @@ answers within 15 s (`ATTN_RNN_TRACKING_TIMEOUT` overrides); otherwise raise
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import urllib.error
@@ -72,3 +73,18 @@ def configure_http(uri: str) -> None:
     if is_remote(uri):
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+
+
+@contextlib.contextmanager
+def request_timeout(seconds: int):
+    """MLflow's HTTP timeout (`MLFLOW_HTTP_REQUEST_TIMEOUT`, read at each request) set to
+    `seconds` inside the block, and restored after it."""
+    saved = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT")
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(seconds)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"]
+        else:
+            os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = saved

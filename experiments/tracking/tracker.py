@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import tempfile
@@ -142,7 +143,8 @@ class Tracker:
         text card (see `model_logging`); return the tags `model_uri` and `text_model_uri`.
 
         Once only (see `finishing`): models the run's tags already name are kept, and
-        models of the run no tag names (left by an interrupt) are deleted first."""
+        models of the run no tag names (left by an interrupt) are deleted first. When
+        logging fails, what was logged of the two is deleted (both or neither)."""
         active = mlflow.active_run()
         if active is None or active.info.run_id != self.run_id:
             raise RuntimeError(f"log_model needs run {self.run_id} to be the active run")
@@ -150,7 +152,13 @@ class Tracker:
         if logged is not None:
             return logged
         finishing.delete_orphans(self.client, self.run_id, card)
-        return model_logging.log_models(model, card)
+        try:
+            return model_logging.log_models(model, card)
+        except Exception:
+            # A server that went away cannot delete them now: the next try deletes them first.
+            with contextlib.suppress(Exception):
+                finishing.delete_orphans(self.client, self.run_id, card)
+            raise
 
     def end(self, status: str = "FINISHED") -> None:
         """Wait for the artifact thread, end the run with `status`, and stop the thread."""

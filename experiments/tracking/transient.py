@@ -22,14 +22,17 @@ a bad parameter, a bug. A full disk under a local store is no outage
 either, though MLflow reports SQLite's "database or disk is full" as
 `TEMPORARILY_UNAVAILABLE`: `storage_failure` finds it (SQLite's
 `SQLITE_FULL`, or `ENOSPC`/`EDQUOT`), and `raise_if_storage` turns it into
-a `StorageError` that says so.
+a `StorageError` that says so, naming the folder to free space in (the
+artifact store, or the temporary folder) and the file.
 """
 
 from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from tempfile import gettempdir
 
 import mlflow
 import requests
@@ -77,19 +80,46 @@ def storage_failure(err: BaseException) -> BaseException | None:
     return None
 
 
-def raise_if_storage(err: BaseException) -> None:
-    """Raise `StorageError` (one line: what is full, what to do) if `err` is a full disk."""
+def raise_if_storage(
+    err: BaseException, artifact_root: Callable[[], str | None] | None = None
+) -> None:
+    """Raise `StorageError` (one line: what is full, what to do) if `err` is a full disk.
+
+    The line names the folder to free space in: the run's artifact store
+    (`artifact_root()`, its local folder; None when it has none) or the
+    temporary folder when the file written lies in one, and the file.
+    """
     full = storage_failure(err)
     if full is None:
         return
     if isinstance(full, OSError):
-        what = f"{full.filename}: " if full.filename else ""
-        what += full.strerror or str(full)
+        # A copy (shutil) names the file it read as `filename`, the one it wrote as `filename2`.
+        path = full.filename2 or full.filename
+        what = f"{path}: {full.strerror}" if path else full.strerror or str(full)
+        folder = _full_folder(path, artifact_root)
+        if folder:
+            what = f"{folder} is full; {what}"
     else:
         what = f"the tracking store {mlflow.get_tracking_uri()}: database or disk is full"
     raise StorageError(
         f"tracking data cannot be written ({what}); free space there, then resume the run"
     ) from err
+
+
+def _full_folder(path, artifact_root) -> str | None:
+    """`the artifact store ROOT` or `the temporary folder TMP`, whichever holds `path`; both
+    when the OS did not name the file (a write, not a copy); None when neither holds it."""
+    try:
+        root = artifact_root() if artifact_root is not None else None
+    except Exception:  # noqa: BLE001 - a message only: the full disk is the error to report
+        root = None
+    places = {"the artifact store": root, "the temporary folder": gettempdir()}
+    named = {f"{name} {folder}": folder for name, folder in places.items() if folder}
+    if path is None:
+        return " or ".join(named)
+    return next(
+        (place for place, folder in named.items() if Path(path).is_relative_to(folder)), None
+    )
 
 
 def _sqlite_full(err: sqlite3.Error) -> bool:

@@ -8,7 +8,7 @@ import yaml
 
 from experiments import config as config_lib
 from experiments.errors import ConfigError, CorruptData
-from experiments.tracking import run_folder, store
+from experiments.tracking import finishing, run_folder, run_lock, store
 from experiments.tracking.tracker import CONFIG_ARTIFACT, Tracker
 from experiments.training import checkpoints, run
 
@@ -30,17 +30,41 @@ def resume_run(run_id: str) -> str:
     if not tag:
         raise ConfigError(f"run_id: run {run_id} has no checkpoint_dir tag; nothing to resume")
     try:
-        folder = _checked_folder(run_id, tag)
+        folder = run_folder.verify(Path(tag), run_id, f"run {run_id}'s checkpoint_dir tag")
     except (CorruptData, ConfigError) as err:  # ConfigError: a folder without run.json
+        # Not the run's folder: whether a live process holds the run cannot be told from it.
         client.set_tag(run_id, "failure_reason", f"resume refused: {err}")  # status unchanged
+        raise
+    try:
+        _check_checkpoint(folder, run_id)
+    except CorruptData as err:
+        _end_failed(client, run_id, folder, f"resume refused: {err}")
         raise
     prepared = run.validate(cfg)
     return run.execute(prepared, resume_run_id=run_id, checkpoint_folder=folder)
 
 
-def _checked_folder(run_id: str, tag: str) -> Path:
-    """The run's checkpoint folder, if it is the run's and holds an intact checkpoint."""
-    folder = run_folder.verify(Path(tag), run_id, f"run {run_id}'s checkpoint_dir tag")
+def _end_failed(client, run_id: str, folder: Path, reason: str) -> None:
+    """End the run FAILED with `reason` in its `failure_reason` tag, dropping the tags of an
+    earlier ending (`resume_with` would be refused again), unless another live process holds
+    the run (`RunLocked`: the run is left alone). A run whose folder is gone (another
+    machine's, say) keeps its status: its lock cannot be checked."""
+    if not folder.is_dir():
+        client.set_tag(run_id, "failure_reason", reason)
+        return
+    lock = run_lock.acquire(folder, run_id, "resume it")
+    try:
+        stale = finishing.stale_tags(client.get_run(run_id).data.tags, "FAILED")
+        client.set_tag(run_id, "failure_reason", reason)
+        for key in stale:
+            client.delete_tag(run_id, key)
+        client.set_terminated(run_id, "FAILED")
+    finally:
+        lock.release()
+
+
+def _check_checkpoint(folder: Path, run_id: str) -> None:
+    """Refuse (`CorruptData`) a folder without an intact checkpoint of the run."""
     state = checkpoints.load_state(folder)
     if state is None:
         raise CorruptData(
@@ -49,4 +73,3 @@ def _checked_folder(run_id: str, tag: str) -> Path:
             "new run instead (`python -m experiments run CONFIG`)"
         )
     checkpoints.verify(folder, state, run_id)  # before the run is reopened
-    return folder

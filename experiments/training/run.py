@@ -24,7 +24,7 @@ from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.data import length_buckets
 from experiments.data.task import Task
-from experiments.errors import CorruptData, StorageError, Terminated, invalid_config
+from experiments.errors import NonFiniteLoss, Terminated, exit_for, invalid_config
 from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
 from experiments.training import callbacks as cb
@@ -35,12 +35,8 @@ from experiments.training.batches import EpochBatches
 RUN_METRICS = frozenset({"loss", "val_loss", "epoch_seconds", "tokens_per_second"})
 # `train.mixed_precision` -> Keras dtype policy.
 MIXED_POLICIES = {True: "mixed_float16", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
-OPTIMIZERS = {
-    "adam": keras.optimizers.Adam,
-    "adamw": keras.optimizers.AdamW,
-    "rmsprop": keras.optimizers.RMSprop,
-    "sgd": keras.optimizers.SGD,
-}
+# Longest `failure_reason` tag (MLflow takes tag values of up to 8000 characters).
+MAX_REASON = 4000
 
 
 @dataclass
@@ -148,7 +144,10 @@ def execute(
         folder = Path(checkpoint_folder or store.checkpoint_root(cfg) / run_id).absolute()
         try:
             lock = _own(folder, run_id)
-        except BaseException:
+        except BaseException as err:
+            if isinstance(err, Exception):
+                with contextlib.suppress(Exception):  # the error to report is `err`
+                    client.set_tag(run_id, "failure_reason", _failure_text(err))
             mlflow.end_run("FAILED")
             raise
     else:
@@ -189,8 +188,10 @@ def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id)
         status = "KILLED"
         _tag_killed(tracker, run_id, err)
         raise
-    except (CorruptData, StorageError) as err:
-        _tag_failure(tracker, run_id, str(err))
+    except NonFiniteLoss:
+        raise  # the guard has tagged the run
+    except Exception as err:
+        _tag_failure(tracker, run_id, err)
         raise
     finally:
         keras.config.set_dtype_policy(policy)
@@ -199,10 +200,17 @@ def _execute(cfg, task, train, client, run_id: str, folder: Path, resume_run_id)
     return run_id
 
 
-def _tag_failure(tracker, run_id: str, reason: str) -> None:
+def _failure_text(err: Exception) -> str:
+    """What a run's `failure_reason` tag says of `err`: the runner's own message, or the type
+    and text of an unexpected error; at most `MAX_REASON` characters."""
+    reason = str(err) if exit_for(err) else f"{type(err).__name__}: {err}"
+    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 3] + "..."
+
+
+def _tag_failure(tracker, run_id: str, err: Exception) -> None:
     """The run's `failure_reason` tag (spooled when the server is away; never raises)."""
     try:
-        tracker.set_tags({"failure_reason": reason})
+        tracker.set_tags({"failure_reason": _failure_text(err)})
     except Exception as failure:  # noqa: BLE001 - the run must still end FAILED
         print(f"warning: could not tag run {run_id}: {failure!r}", file=sys.stderr)
 

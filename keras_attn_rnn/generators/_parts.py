@@ -3,6 +3,9 @@
 import keras
 from keras import ops
 
+from keras_attn_rnn import generation
+from keras_attn_rnn.tokenizers.tokenizer import is_text
+
 
 def check_layer(name, value):
     if not isinstance(value, keras.layers.Layer):
@@ -31,14 +34,6 @@ def check_built(parts):
                 f"(a functional model builds its layers when it is created). "
                 f"Received: {name}={layer.name!r} with built=False"
             )
-
-
-def embed(layer, token):
-    """One step of tokens `(B,)` embedded; an `Embedding` attaches no Keras mask."""
-    token = ops.cast(token, "int32")
-    if isinstance(layer, keras.layers.Embedding):
-        return layer.call(token)
-    return layer(token)
 
 
 def apply(layers, x):
@@ -74,3 +69,45 @@ def variables(parts):
                 seen.add(id(variable))
                 result.append(variable)
     return result
+
+
+def check_preprocessor(value, kind):
+    """`value` (None, or a preprocessor of class `kind`), checked."""
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(
+            f"preprocessor must be a keras_attn_rnn.preprocessors.{kind.__name__}. "
+            f"Received: preprocessor={value!r}"
+        )
+    return value
+
+
+def generate(generator, inputs, max_length, options):
+    """A generator's `generate`: strings through its preprocessor
+    (`generation.generate_text`), ids through `generation.generate`."""
+    if is_text(inputs):
+        return generation.generate_text(
+            generator, generator.preprocessor, inputs, max_length, **options
+        )
+    if max_length is None:
+        raise ValueError(
+            "max_length is required when generating from ids. Received: max_length=None"
+        )
+    return generation.generate(generator, inputs, max_length, **options)
+
+
+def encode(owner, encoder, prompts, start_id, parts):
+    """`(memory, memory_mask, states or None)` of the source ids `prompts` through
+    `encoder` (its outputs: the memory, or `[memory, *states]`), after checking that
+    `start_id` is given and every `(name, layer)` of `parts` is built."""
+    if start_id is None:
+        raise ValueError(
+            f"{owner} needs start_id, the first decoder input. Received: start_id=None"
+        )
+    check_built(parts)
+    source = ops.cast(prompts, "int32")
+    encoded = encoder(source, training=False)
+    if isinstance(encoded, (list, tuple)):
+        memory, states = encoded[0], list(encoded[1:]) or None
+    else:
+        memory, states = encoded, None
+    return memory, ops.not_equal(source, 0), states

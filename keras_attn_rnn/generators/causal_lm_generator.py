@@ -1,10 +1,10 @@
 import keras
-from keras import ops, tree
+from keras import ops
 
-from keras_attn_rnn import _keras_compat, generation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import SequenceAttention
-from keras_attn_rnn.models import _utils
+from keras_attn_rnn.preprocessors import CausalLMPreprocessor
+from keras_attn_rnn.stepping import CausalAttentionStep, _ops, causal_attention_step
 
 
 class CausalLMGenerator:
@@ -25,7 +25,11 @@ class CausalLMGenerator:
         attention: the `SequenceAttention` of the causal self-attention.
         head: a layer, or a list of layers applied in order, from
             `concatenate([h, context])` to the logits `(B, V)`.
-        vocabulary_size: by default the embedding's `input_dim`.
+        vocabulary_size: by default the preprocessor's, else the embedding's
+            `input_dim`.
+        preprocessor: a `keras_attn_rnn.preprocessors.CausalLMPreprocessor`:
+            `generate` then takes prompt strings and returns each prompt with
+            its continuation.
 
     Prompts may have different lengths (a list of id lists, or rows
     right-padded with 0): each row continues from its own last token.
@@ -49,7 +53,10 @@ class CausalLMGenerator:
 
     is_seq2seq = False
 
-    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None):
+    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None, preprocessor=None):
+        self.preprocessor = _parts.check_preprocessor(preprocessor, CausalLMPreprocessor)
+        if preprocessor is not None:
+            vocabulary_size = vocabulary_size or preprocessor.tokenizer.vocabulary_size
         _parts.check_layer("embedding", embedding)
         rnns = _parts.layer_list("rnn", rnn)
         for layer in rnns:
@@ -74,6 +81,9 @@ class CausalLMGenerator:
         self.head = _parts.layer_list("head", head)
         self.output_vocab_size = _parts.vocabulary_size(
             "vocabulary_size", embedding, vocabulary_size
+        )
+        self._step = CausalAttentionStep(
+            embedding, [layer.cell for layer in rnns], attention, self._logits
         )
 
     @property
@@ -105,68 +115,21 @@ class CausalLMGenerator:
             + [("attention", self.attention)]
             + [("head", layer) for layer in self.head]
         )
-        prompts = ops.cast(prompts, "int32")
-        if start_id is not None:
-            start = ops.full((ops.shape(prompts)[0], 1), start_id, dtype="int32")
-            prompts = ops.concatenate([start, prompts], axis=1)
+        prompts = causal_attention_step.with_start(prompts, start_id)
         mask = ops.not_equal(prompts, 0)
-        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
         x = self.embedding(prompts)
         states = []
         for layer in self.rnns:
-            x, layer_states = _run(layer.cell, x, mask)
+            x, layer_states = _ops.run_cell(layer.cell, x, mask)
             states.append(layer_states)
-        context, weights = self.attention(
-            [x, x], mask=[mask, mask], use_causal_mask=True, return_attention_scores=True
-        )
-        last_hidden = _utils.last_valid(x, lengths)
-        logits = self._logits(last_hidden, _utils.last_valid(context, lengths))
-        cache = {
-            "states": states,
-            "attention": self.attention.init_cache(_utils.pad_time(x, max_length)),
-            "position": lengths,
-        }
-        weights = _utils.pad_time(_utils.last_valid(weights, lengths), max_length)
-        return ops.cast(logits, "float32"), weights, cache
+        return self._step.start(x, mask, states, max_length)
 
     def next_logits(self, token, cache):
         """One token `(B,)`: `(logits (B, V) float32, weights (B, L) float32, cache)`."""
-        x = _parts.embed(self.embedding, token)
-        states = []
-        for layer, layer_states in zip(self.rnns, cache["states"]):
-            x, layer_states = _step(layer.cell, x, layer_states)
-            states.append(layer_states)
-        step = ops.expand_dims(x, 1)
-        context, weights, attention = self.attention(
-            [step, step],
-            cache=cache["attention"],
-            cache_update_index=cache["position"],
-            use_causal_mask=True,
-            return_attention_scores=True,
-        )
-        logits = self._logits(x, ops.squeeze(context, 1))
-        cache = {"states": states, "attention": attention, "position": cache["position"] + 1}
-        return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
+        return self._step.next_logits(token, cache)
 
-    def generate(self, prompts, max_length, **options):
-        """`generation.generate(self, prompts, max_length, **options)`."""
-        return generation.generate(self, prompts, max_length, **options)
-
-
-def _step(cell, x, states):
-    output, new_states = cell(x, list(states), training=False)
-    return output, list(new_states) if tree.is_nested(new_states) else [new_states]
-
-
-def _run(cell, sequence, mask):
-    """The cell over a `(B, T, d)` sequence: `(outputs (B, T, units), final states)`; masked
-    steps (right padding) carry the states over, so the final states are the last real
-    step's."""
-    batch = ops.shape(sequence)[0]
-    initial = [
-        ops.zeros((batch, size), dtype=cell.compute_dtype) for size in tree.flatten(cell.state_size)
-    ]
-    _, outputs, states = _keras_compat.rnn(
-        lambda x, states: _step(cell, x, states), sequence, initial, mask=mask
-    )
-    return outputs, list(states)
+    def generate(self, inputs, max_length=None, **options):
+        """`generation.generate(self, inputs, max_length, **options)` for ids; for
+        prompt strings (with a `preprocessor`), the generated strings
+        (`generation.generate_text`)."""
+        return _parts.generate(self, inputs, max_length, options)

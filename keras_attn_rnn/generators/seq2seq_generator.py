@@ -1,8 +1,7 @@
-from keras import ops
-
-from keras_attn_rnn import generation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
+from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
+from keras_attn_rnn.stepping import AttentionDecoderStep, DecoderStep
 
 
 class Seq2SeqGenerator:
@@ -26,8 +25,11 @@ class Seq2SeqGenerator:
         head: a layer, or a list of layers applied in order, from the
             decoder's output to the logits `(B, V)`.
         source_vocab_size, target_vocab_size: the vocabularies; by default
-            the `input_dim` of the encoder's first `Embedding` and of
-            `target_embedding`.
+            the preprocessor's, else the `input_dim` of the encoder's first
+            `Embedding` and of `target_embedding`.
+        preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor` (the
+            one your model was trained through): `generate` then takes and
+            returns strings.
 
     Generation: `generator.generate(source, max_length, start_id=...,
     eos_id=..., sampler=...)` is `generation.generate(generator, ...)`: any
@@ -65,7 +67,12 @@ class Seq2SeqGenerator:
         head,
         source_vocab_size=None,
         target_vocab_size=None,
+        preprocessor=None,
     ):
+        self.preprocessor = _parts.check_preprocessor(preprocessor, Seq2SeqPreprocessor)
+        if preprocessor is not None:
+            source_vocab_size = source_vocab_size or preprocessor.source_vocabulary_size
+            target_vocab_size = target_vocab_size or preprocessor.target_vocabulary_size
         _parts.check_layer("encoder", encoder)
         _parts.check_layer("target_embedding", target_embedding)
         if not isinstance(decoder, AttentionDecoder):
@@ -82,10 +89,14 @@ class Seq2SeqGenerator:
         self.output_vocab_size = _parts.vocabulary_size(
             "target_vocab_size", target_embedding, target_vocab_size
         )
+        self._step = DecoderStep(target_embedding, AttentionDecoderStep(decoder), self._logits)
 
     @property
     def variables(self):
         return _parts.variables([self.encoder, self.target_embedding, self.decoder, *self.head])
+
+    def _logits(self, step):
+        return _parts.apply(self.head, step.output)
 
     def init_cache(self, prompts, max_length=None, start_id=None):
         """Encodes the source and runs the first decoder step on `start_id`.
@@ -94,41 +105,23 @@ class Seq2SeqGenerator:
             `(logits (B, V) float32, alignments (B, S) float32, cache)`; the
             cache is the decoder's step state (a dict, batch first).
         """
-        if start_id is None:
-            raise ValueError(
-                "Seq2SeqGenerator needs start_id, the first decoder input. Received: start_id=None"
-            )
-        _parts.check_built(
+        memory, mask, states = _parts.encode(
+            type(self).__name__,
+            self.encoder,
+            prompts,
+            start_id,
             [("encoder", self.encoder), ("target_embedding", self.target_embedding)]
             + [("decoder", self.decoder)]
-            + [("head", layer) for layer in self.head]
+            + [("head", layer) for layer in self.head],
         )
-        source = ops.cast(prompts, "int32")
-        encoded = self.encoder(source, training=False)
-        if isinstance(encoded, (list, tuple)):
-            memory, states = encoded[0], list(encoded[1:]) or None
-        else:
-            memory, states = encoded, None
-        cache = self.decoder.get_initial_state(
-            memory, memory_mask=ops.not_equal(source, 0), cell_state=states
-        )
-        # beam search's coverage starts from the alignments before the first step
-        initial = cache["attention_state"][0].get("alignments")
-        if initial is not None:
-            cache["initial_alignments"] = ops.cast(initial, "float32")
-        start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
-        return self.next_logits(start, cache)
+        return self._step.start(memory, mask, states, start_id)
 
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
-        output, cache, alignments = self.decoder.step(
-            _parts.embed(self.target_embedding, token), cache
-        )
-        if isinstance(alignments, list):
-            alignments = alignments[0]
-        logits = _parts.apply(self.head, output)
-        return ops.cast(logits, "float32"), alignments, cache
+        return self._step.next_logits(token, cache)
 
-    def generate(self, prompts, max_length, **options):
-        """`generation.generate(self, prompts, max_length, **options)`."""
-        return generation.generate(self, prompts, max_length, **options)
+    def generate(self, inputs, max_length=None, **options):
+        """`generation.generate(self, inputs, max_length, **options)` for ids; for
+        source strings (with a `preprocessor`), the generated strings
+        (`generation.generate_text`)."""
+        return _parts.generate(self, inputs, max_length, options)

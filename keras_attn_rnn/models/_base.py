@@ -143,10 +143,10 @@ class AttentiveModel(keras.Model):
 
         Args:
             inputs: a string or a list of strings (the sources of a `Seq2Seq`, the
-                prompts of a language model), or int ids as `generation.generate`
-                takes them.
+                prompts of a language model: `generation.generate_text`), or int ids
+                as `generation.generate` takes them.
             max_length: the most tokens generated; default the preprocessor's target
-                (or sequence) length plus one, else 64.
+                (or sequence) length plus room for `</s>`, else 64.
             sampler: a name or a `Sampler`; default the one given to `compile`, else
                 greedy.
             **options: `generation.generate`'s other arguments (`seed`, `eos_id`,
@@ -154,35 +154,8 @@ class AttentiveModel(keras.Model):
                 `start_id` and `eos_id` default to the tokenizer's.
         """
         sampler = sampler if sampler is not None else getattr(self, "sampler", None) or "greedy"
-        if not is_text(inputs):
-            return generation.generate(self, inputs, max_length or 64, sampler=sampler, **options)
-        if self.preprocessor is None:
-            raise ValueError(
-                f"{type(self).__name__}.generate takes strings only with a preprocessor: "
-                f"build the model with preprocessor=..., or pass token ids. "
-                f"Received: inputs of {len(inputs) if not isinstance(inputs, str) else 1} "
-                "string(s) and preprocessor=None"
+        if is_text(inputs):
+            return generation.generate_text(
+                self, self.preprocessor, inputs, max_length, sampler=sampler, **options
             )
-        single = isinstance(inputs, str)
-        ids = self.preprocessor.generate_preprocess(inputs)
-        options = {**self.text_generation_options(), **options}
-        result = generation.generate(
-            self, ids, max_length or self.default_max_length(), sampler=sampler, **options
-        )
-        texts = self.text_of(ids, result)
-        return texts[0] if single else texts
-
-    def text_generation_options(self):
-        return {"eos_id": self.preprocessor.tokenizer.end_id}
-
-    def default_max_length(self):
-        length = getattr(self.preprocessor, "target_length", None) or getattr(
-            self.preprocessor, "sequence_length", None
-        )
-        return 64 if length is None else length + 1
-
-    def text_of(self, ids, result):
-        tokens = result.tokens
-        if tokens.ndim == 3:  # beams returned: the best one
-            tokens = tokens[:, 0]
-        return self.preprocessor.generate_postprocess(tokens)
+        return generation.generate(self, inputs, max_length or 64, sampler=sampler, **options)

@@ -66,14 +66,5 @@ class TokenEncoder(keras.layers.Layer):
                 states.append(list(layer_states))
         return x, mask, states
 
-    def step(self, token, states):
-        """One token `(B,)` through a one-directional encoder: `(output (B, units), states)`."""
-        x = _utils.embed_step(self.embedding, token)
-        new_states = []
-        for layer, layer_states in zip(self.rnn_layers, states):
-            x, layer_states = _utils.cell_step(layer, x, layer_states)
-            new_states.append(layer_states)
-        return x, new_states
-
     def compute_mask(self, tokens, mask=None):
         return None

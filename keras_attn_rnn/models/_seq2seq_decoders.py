@@ -16,6 +16,7 @@ from keras import ops
 
 from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
 from keras_attn_rnn.models import _utils
+from keras_attn_rnn.stepping import AttentionDecoderStep, _ops
 
 
 class InputFeeding:
@@ -43,6 +44,7 @@ class InputFeeding:
             name="attention_decoder",
         )
         self.layers = {"attention_decoder": self.attention_decoder}
+        self._step = AttentionDecoderStep(self.attention_decoder)
 
     def decode(self, y, target_mask, memory, memory_mask, states, training):
         """`(outputs (B, T, d), alignments (B, T, S), features)` of the whole target; the
@@ -57,21 +59,13 @@ class InputFeeding:
         return outputs, alignments, outputs
 
     def initial_cache(self, memory, memory_mask, states):
-        cache = self.attention_decoder.get_initial_state(
-            memory, memory_mask=memory_mask, cell_state=states
-        )
-        # Beam search's coverage starts from the attention before the first
-        # step, as tfa's: one-hot at 0 for monotonic attention, else zeros.
-        initial = cache["attention_state"][0].get("alignments")
-        if initial is not None:
-            cache["initial_alignments"] = ops.cast(initial, "float32")
-        return cache
+        """The decoder's step state (`AttentionDecoderStep.initial_cache`)."""
+        return self._step.initial_cache(memory, memory_mask, states)
 
     def step(self, y, cache):
         """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S),
         features, cache)`; the features are the output, as in `decode`."""
-        output, cache, alignments = self.attention_decoder.step(y, cache)
-        return output, alignments, output, cache
+        return self._step.step(y, cache)
 
 
 class PostAttention:
@@ -136,7 +130,7 @@ class PostAttention:
     def step(self, y, cache):
         """One step on the embedded token `y (B, e)`: `(output (B, d), alignments (B, S),
         features, cache)`; the features are `[h_t; context_t]`, as in `decode`."""
-        hidden, states = _utils.cell_step(self.decoder_rnn, y, cache["cell_state"])
+        hidden, states = _ops.cell_step(self.decoder_rnn.cell, y, cache["cell_state"])
         context, alignments, _ = self.cross_attention(
             ops.expand_dims(hidden, 1),
             mask=[None, cache["memory_mask"]],

@@ -1,9 +1,8 @@
-"""Argument checks, RNN construction and cache helpers shared by the ready models."""
+"""Argument checks and RNN construction shared by the ready models."""
 
 import inspect
 
 import keras
-from keras import ops
 
 from keras_attn_rnn import _keras_compat, checks, mechanisms, normalizers, scores
 
@@ -111,37 +110,9 @@ def make_cell(kind, units, name, dtype):
     return cell(units, name=name, dtype=dtype)
 
 
-def cell_step(rnn_layer, inputs, states):
-    """One step of a built `LSTM`/`GRU` layer's cell: `(B, d_in)` -> `(B, units)`, new states."""
-    output, new_states = rnn_layer.cell(inputs, list(states), training=False)
-    if not isinstance(new_states, (list, tuple)):
-        new_states = [new_states]
-    return output, list(new_states)
-
-
-def embed_step(embedding, token):
-    """Embeds one step of tokens `(B,)` without attaching a Keras mask to the result."""
-    return embedding.call(ops.cast(token, "int32"))
-
-
 def logits_dtype(policy):
     """Output layers compute in float32 under mixed precision (Keras's advice)."""
     return "float32" if policy.compute_dtype in ("float16", "bfloat16") else policy
-
-
-def last_valid(sequence, lengths):
-    """`sequence[b, lengths[b] - 1]` for a `(B, T, ...)` tensor."""
-    index = ops.reshape(ops.cast(lengths, "int32") - 1, (-1,) + (1,) * (len(sequence.shape) - 1))
-    return ops.squeeze(ops.take_along_axis(sequence, index, axis=1), 1)
-
-
-def pad_time(sequence, extra):
-    """Pads a `(B, T, ...)` tensor with `extra` zero steps at the end of axis 1."""
-    if extra == 0:
-        return sequence
-    widths = [(0, 0)] * len(sequence.shape)
-    widths[1] = (0, extra)
-    return ops.pad(sequence, widths)
 
 
 def config_with_attention(config):

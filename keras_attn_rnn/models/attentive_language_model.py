@@ -7,6 +7,7 @@ from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 from keras_attn_rnn.preprocessors import CausalLMPreprocessor
+from keras_attn_rnn.stepping import CausalAttentionStep, causal_attention_step
 
 _ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None, "normalizer": "softmax"}
 
@@ -130,9 +131,15 @@ class AttentiveLanguageModel(AttentiveModel):
         self.output_layer = keras.layers.Dense(
             vocab_size, dtype=_utils.logits_dtype(dtype), name="logits"
         )
+        self._step = CausalAttentionStep(
+            self.encoder.embedding,
+            [layer.cell for layer in self.encoder.rnn_layers],
+            self.self_attention,
+            self._head,
+        )
 
     def _forward(self, tokens, training=None):
-        x, mask, states = self.encoder(tokens, training=training)
+        x, mask, _ = self.encoder(tokens, training=training)
         context, weights = self.self_attention(
             [x, x],
             mask=[mask, mask],
@@ -140,15 +147,14 @@ class AttentiveLanguageModel(AttentiveModel):
             return_attention_scores=True,
             training=training,
         )
-        logits = self._head(x, context, training)
-        return logits, weights, x, states
+        return self._head(x, context, training), weights
 
     def _head(self, hidden, context, training=None):
         combined = self.attention_layer(ops.concatenate([hidden, context], axis=-1))
         return self.output_layer(self.dropout_layer(combined, training=training))
 
     def call(self, tokens, training=None, return_attention_scores=False):
-        logits, weights, _, _ = self._forward(tokens, training)
+        logits, weights = self._forward(tokens, training)
         # the logits carry the tokens' padding mask: Keras losses and metrics skip it
         logits = _utils.with_mask(logits, ops.not_equal(tokens, 0))
         if return_attention_scores:
@@ -172,21 +178,11 @@ class AttentiveLanguageModel(AttentiveModel):
             self-attention's cache of prepared keys and values `(B, L, .)`)
             and `position` `(B,)` (where the next token goes).
         """
-        prompts = ops.cast(prompts, "int32")
-        if start_id is not None:
-            start = ops.full((ops.shape(prompts)[0], 1), start_id, dtype="int32")
-            prompts = ops.concatenate([start, prompts], axis=1)
+        prompts = causal_attention_step.with_start(prompts, start_id)
         if not self.built:
             self(prompts)
-        lengths = ops.sum(ops.cast(ops.not_equal(prompts, 0), "int32"), axis=1)
-        logits, weights, hidden, states = self._forward(prompts, training=False)
-        cache = {
-            "states": states,
-            "attention": self.self_attention.init_cache(_utils.pad_time(hidden, max_length)),
-            "position": lengths,
-        }
-        weights = _utils.pad_time(_utils.last_valid(weights, lengths), max_length)
-        return ops.cast(_utils.last_valid(logits, lengths), "float32"), weights, cache
+        hidden, mask, states = self.encoder(prompts, training=False)
+        return self._step.start(hidden, mask, states, max_length)
 
     def next_logits(self, token, cache):
         """One decoding step: feeds `token` `(B,)` and attends over the cache.
@@ -194,25 +190,7 @@ class AttentiveLanguageModel(AttentiveModel):
         Returns:
             `(logits (B, V) float32, weights (B, L) float32, new cache)`.
         """
-        x, states = self.encoder.step(token, cache["states"])
-        step = ops.expand_dims(x, 1)
-        context, weights, attention = self.self_attention(
-            [step, step],
-            cache=cache["attention"],
-            cache_update_index=cache["position"],
-            use_causal_mask=True,
-            return_attention_scores=True,
-        )
-        logits = self._head(x, ops.squeeze(context, 1))
-        cache = {"states": states, "attention": attention, "position": cache["position"] + 1}
-        return ops.cast(logits, "float32"), ops.squeeze(weights, 1), cache
-
-    def text_of(self, ids, result):
-        """Each prompt (without `<s>`) followed by its generated tokens, as text."""
-        rows = []
-        for prompt, tokens in zip(ids, result.tokens):
-            rows.append([i for i in prompt[1:] if i != 0] + list(tokens))
-        return self.preprocessor.generate_postprocess(rows)
+        return self._step.next_logits(token, cache)
 
     def get_config(self):
         return {

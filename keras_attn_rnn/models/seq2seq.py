@@ -7,6 +7,7 @@ from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.samplers.sampler import IMPOSSIBLE
+from keras_attn_rnn.stepping import DecoderStep
 
 DECODERS = tuple(_seq2seq_decoders.KINDS)
 _TINY = 1e-38  # below it a float32 probability is denormal; its log is still finite
@@ -261,6 +262,9 @@ class Seq2Seq(AttentiveModel):
             self.p_gen = keras.layers.Dense(
                 1, activation="sigmoid", dtype=_utils.logits_dtype(dtype), name="p_gen"
             )
+        self._step = DecoderStep(
+            self.target_embedding, self._decoding, self._step_logits, self._in_vocabulary
+        )
 
     def encode(self, source, training=None):
         """`(memory (B, S, d_m), memory_mask (B, S), initial decoder state list)`."""
@@ -300,16 +304,6 @@ class Seq2Seq(AttentiveModel):
         """`PointerGeneratorLoss` for copy attention (its outputs are probabilities), else
         sparse cross-entropy from the logits."""
         return losses.PointerGeneratorLoss() if self.copy else super().default_loss()
-
-    def text_generation_options(self):
-        if self.copy:
-            raise ValueError(
-                "generate() from strings does not encode copy attention's extended source "
-                "yet: pass ids and source_ext (see keras_attn_rnn.copying). Received: a "
-                "Seq2Seq with copy=True"
-            )
-        tokenizer = self.preprocessor.target_tokenizer
-        return {"start_id": tokenizer.start_id, "eos_id": tokenizer.end_id}
 
     def _forward(self, source, target, training=None):
         """Teacher forcing: `(logits, alignments, memory_mask, p_gen)`; `p_gen` (B, T, 1)
@@ -398,11 +392,8 @@ class Seq2Seq(AttentiveModel):
         if not self.built:
             self([source, ops.ones((ops.shape(source)[0], 1), "int32")])
         memory, memory_mask, states = self.encode(source, training=False)
-        cache = self._decoding.initial_cache(memory, memory_mask, states)
-        if self.copy:
-            cache = {**cache, "source_ext": source_ext, "memory_mask": memory_mask}
-        start = ops.full((ops.shape(source)[0],), start_id, dtype="int32")
-        return self.next_logits(start, cache)
+        entries = {"source_ext": source_ext} if self.copy else None  # read by _step_logits
+        return self._step.start(memory, memory_mask, states, start_id, entries)
 
     def _generation_source(self, prompts):
         """`(source, source_ext)` int32 from `(B, S)` or, with `copy`, `(B, 2, S)` prompts."""
@@ -430,28 +421,30 @@ class Seq2Seq(AttentiveModel):
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`;
         with `copy`, the log of the mixture `(B, V + max_oov)` in place of the logits."""
-        y = _utils.embed_step(self.target_embedding, self._in_vocabulary(token))
-        output, alignments, features, cache = self._decoding.step(y, cache)
-        logits = ops.cast(self.output_layer(output), "float32")
+        return self._step.next_logits(token, cache)
+
+    def _step_logits(self, step):
+        """A decoder step's logits (`step`: a `stepping.DecoderStepOutputs`); with `copy`,
+        the log of the mixture."""
+        logits = ops.cast(self.output_layer(step.output), "float32")
         if not self.copy:
-            return logits, alignments, cache
-        p_gen = self.p_gen(ops.concatenate([features, y], axis=-1))
+            return logits
+        p_gen = self.p_gen(ops.concatenate([step.features, step.inputs], axis=-1))
         probabilities = copying.pointer_generator_mixture(
             ops.expand_dims(ops.softmax(logits, axis=-1), 1),
-            ops.expand_dims(alignments, 1),
+            ops.expand_dims(step.alignments, 1),
             ops.expand_dims(p_gen, 1),
-            cache["source_ext"],
+            step.cache["source_ext"],
             self.num_oov,
-            source_mask=cache["memory_mask"],
+            source_mask=step.cache["memory_mask"],
         )
         probabilities = ops.squeeze(probabilities, 1)
         # log 0 (an extended id this row lacks) is the samplers' impossible score, not -inf
-        log_probabilities = ops.where(
+        return ops.where(
             ops.greater(probabilities, 0.0),
             ops.log(ops.maximum(probabilities, _TINY)),
             IMPOSSIBLE,
         )
-        return log_probabilities, alignments, cache
 
     def copy_probabilities(self, source, tokens, start_id):
         """`p_gen` behind each generated token: float32 `(B, T)`, 0 at padding.

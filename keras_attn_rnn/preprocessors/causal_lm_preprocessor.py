@@ -60,9 +60,25 @@ class CausalLMPreprocessor(Preprocessor):
         )
         return ids
 
-    def generate_postprocess(self, ids):
-        """Ids -> strings, each up to its first `</s>`."""
-        return self.tokenizer.decode_batch(ids)
+    def generate_postprocess(self, ids, prompts=None):
+        """Generated ids `(B, T)` -> strings, each up to its first `</s>`; with `prompts`
+        (the `generate_preprocess` ids), each string is its prompt and its continuation."""
+        if prompts is None:
+            return self.tokenizer.decode_batch(ids)
+        return self.tokenizer.decode_batch(
+            [
+                [int(i) for i in prompt[1:] if i != 0] + list(row)
+                for prompt, row in zip(prompts, ids)
+            ]
+        )
+
+    def generation_options(self):
+        """Generation stops at `</s>` (the prompts already start with `<s>`)."""
+        return {"eos_id": self.tokenizer.end_id}
+
+    def default_max_length(self):
+        """`sequence_length`, or 64 without one."""
+        return 64 if self.sequence_length is None else self.sequence_length
 
     def get_config(self):
         return {

@@ -80,9 +80,18 @@ class Seq2SeqPreprocessor(Preprocessor):
         """Source strings -> source ids `(B, S)` (see `last_truncated`)."""
         return self(x)
 
-    def generate_postprocess(self, ids):
-        """Target ids `(B, T)` -> strings, each up to its first `</s>`."""
+    def generate_postprocess(self, ids, prompts=None):
+        """Target ids `(B, T)` -> strings, each up to its first `</s>` (`prompts`, the
+        sources, are not part of the answer)."""
         return self.target_tokenizer.decode_batch(ids)
+
+    def generation_options(self):
+        """What generation starts from and stops at: the target's `<s>` and `</s>`."""
+        return {"start_id": self.target_tokenizer.start_id, "eos_id": self.target_tokenizer.end_id}
+
+    def default_max_length(self):
+        """`target_length + 1` (room for `</s>`), or 64 without a target length."""
+        return 64 if self.target_length is None else self.target_length + 1
 
     def get_config(self):
         return {

@@ -1,0 +1,68 @@
+"""`DecoderStep`: an encoder-decoder's generation step."""
+
+from typing import NamedTuple
+
+from keras import ops
+
+from keras_attn_rnn.stepping import _ops
+
+
+class DecoderStepOutputs(NamedTuple):
+    """What one decoder step gives the head.
+
+    Attributes:
+        inputs: the embedded token `(B, e)`.
+        output: the decoder's output `(B, d)`.
+        alignments: `(B, S)` over the memory.
+        features: what a pointer-generator's `p_gen` reads beside the inputs
+            (`[s_t; c_t]`).
+        cache: the new cache.
+    """
+
+    inputs: object
+    output: object
+    alignments: object
+    features: object
+    cache: object
+
+
+class DecoderStep:
+    """The step API of an encoder-decoder, from the encoder's outputs on.
+
+    Each token: `y = embedding(token)`, one decoder step on `y`, `logits =
+    head(outputs)`.
+
+    Args:
+        embedding: the layer that embeds target ids.
+        decoder: an object with `initial_cache(memory, memory_mask, states)`
+            (the cache before the first step) and `step(y, cache)` ->
+            `(output, alignments, features, cache)`: an
+            `AttentionDecoderStep`, or `Seq2Seq`'s Luong arrangement.
+        head: `head(outputs)` -> logits `(B, V)` from a
+            `DecoderStepOutputs`.
+        token_ids: optional: maps the generated ids `(B,)` to the ids the
+            embedding reads.
+    """
+
+    def __init__(self, embedding, decoder, head, token_ids=None):
+        self.embedding = embedding
+        self.decoder = decoder
+        self.head = head
+        self.token_ids = token_ids
+
+    def start(self, memory, memory_mask, states, start_id, entries=None):
+        """The first step, on `start_id`, from the encoder's `memory (B, S, d_m)`, its mask
+        and the decoder's initial `states`; `entries` (a dict) are added to the cache, for
+        the head to read. Returns what `next_logits` does."""
+        cache = {**self.decoder.initial_cache(memory, memory_mask, states), **(entries or {})}
+        start = ops.full((ops.shape(memory)[0],), start_id, dtype="int32")
+        return self.next_logits(start, cache)
+
+    def next_logits(self, token, cache):
+        """One step on `token` `(B,)`: `(logits (B, V) float32, alignments (B, S), cache)`."""
+        if self.token_ids is not None:
+            token = self.token_ids(token)
+        y = _ops.embed_token(self.embedding, token)
+        output, alignments, features, cache = self.decoder.step(y, cache)
+        logits = self.head(DecoderStepOutputs(y, output, alignments, features, cache))
+        return ops.cast(logits, "float32"), alignments, cache
