@@ -121,3 +121,9 @@ def pytest_with_plugin(tmp_path, plugin_source, *args):
         text=True,
         timeout=900,
     )
+
+
+def exported_subclasses(module, base):
+    """The subclasses of `base` (itself left out) that `module` exports in its `__all__`."""
+    members = [getattr(module, name) for name in module.__all__]
+    return {m for m in members if isinstance(m, type) and issubclass(m, base) and m is not base}

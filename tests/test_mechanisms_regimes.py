@@ -5,7 +5,7 @@ fresh sigmoid noise per step, row and batch, NaN in padded memory, the initial w
 import keras
 import numpy as np
 import pytest
-from helpers import to_numpy
+from helpers import exported_subclasses, to_numpy
 from keras import ops
 
 from keras_attn_rnn import (
@@ -442,13 +442,7 @@ def test_coverage_loss_averages_over_real_steps_only():
 def test_the_mechanism_registry_names_every_mechanism():
     """Every mechanism class the package exports has one registered name (the registry, not a
     list here, is what the runner and the contract suite read)."""
-    exported = {
-        getattr(mechanisms, name)
-        for name in mechanisms.__all__
-        if isinstance(getattr(mechanisms, name), type)
-        and issubclass(getattr(mechanisms, name), mechanisms.Mechanism)
-        and getattr(mechanisms, name) is not mechanisms.Mechanism
-    }
+    exported = exported_subclasses(mechanisms, mechanisms.Mechanism)
     registered = [mechanisms.class_for(name) for name in mechanisms.names()]
     assert exported and exported <= set(registered)
     for name in mechanisms.names():

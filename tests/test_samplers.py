@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 from fake_models import PROMPTS, TableModel, V, log_softmax_rows, random_table
-from helpers import to_numpy
+from helpers import exported_subclasses, to_numpy
 from keras import ops
 
 from keras_attn_rnn import samplers
@@ -82,13 +82,7 @@ def test_get_by_name_and_the_config_round_trip(name, kwargs, cls):
 def test_names_come_from_the_registry():
     """Every sampler class the package exports has one registered name; an unknown name is
     refused with them all."""
-    exported = {
-        getattr(samplers, name)
-        for name in samplers.__all__
-        if isinstance(getattr(samplers, name), type)
-        and issubclass(getattr(samplers, name), samplers.Sampler)
-        and getattr(samplers, name) is not samplers.Sampler
-    }
+    exported = exported_subclasses(samplers, samplers.Sampler)
     registered = [samplers.class_for(name) for name in samplers.names()]
     assert exported and exported <= set(registered)
     with pytest.raises(ValueError, match=r"sampler must be one of .*Received: sampler=") as err:

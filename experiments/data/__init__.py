@@ -1,3 +1,4 @@
-"""What the tasks share: splits, vocabularies, the `Task` record, metrics, the linear
-baseline, length buckets and the calls that run a built model. No task lives here
-(`experiments.tasks` holds one module per task) and nothing here imports a task or a kind."""
+"""What the tasks share: the section bases, splits, vocabularies, the `Task` record, random
+strings, metrics and text scores, the linear baseline, length buckets and the calls that run
+a built model. No task lives here (`experiments.tasks` holds one module per task) and
+nothing here imports a task or a kind."""

@@ -8,9 +8,12 @@ adds `name: Literal["<task>"]` and its keys, and builds its data in `build`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from experiments import bounded_input
 
 if TYPE_CHECKING:
     from experiments.data.task import Task
@@ -55,6 +58,15 @@ class TaskSection(Section):
         if low is not None and high is not None and low > high:
             raise ValueError(f"task.min_length <= task.max_length, got {low} > {high}")
         return self
+
+
+def existing_file(value: str, expected: str) -> str:
+    """`value` (a task's `path`) resolved, when it is a regular file to read; else a
+    `ValueError` (a field validator's) saying what is `expected` and why it is not."""
+    problem = bounded_input.path_problem(value)
+    if problem is not None:
+        raise ValueError(f"{expected}; {value} {problem}")
+    return str(Path(value).resolve())
 
 
 def bucket_starts(starts: list[int], low: int, high: int) -> str | None:

@@ -241,6 +241,9 @@ class TaskKind:
 
     # --- generation -----------------------------------------------------------------
 
+    #: the token ids decoding starts and stops at (`start_id`, `eos_id`): none by default
+    decode_ids: dict[str, int] = {}
+
     def decode_length(self, task: Task, gen_cfg: GenerateConfig) -> int:
         """How many tokens to generate: `generate.max_length`, else 100."""
         return gen_cfg.max_length or 100
@@ -260,7 +263,7 @@ class TaskKind:
         `GenerateConfig.built_sampler`, or `modeling.GREEDY`) and `seed`, `batch_size` at a
         time; with `min_length` (B,) no row ends before it holds that many tokens;
         `source_ext` (B, S): a copying model's sources in extended ids (see
-        `modeling.decode`)."""
+        `modeling.decode`); decoding starts and stops at `decode_ids`."""
         return modeling.decode(
             model,
             sampler,
@@ -270,6 +273,7 @@ class TaskKind:
             min_length,
             source_ext=source_ext,
             seed=seed,
+            **self.decode_ids,
         )
 
     def sample_rows(self, model, task: Task, gen_cfg: GenerateConfig, count: int) -> list[dict]:

@@ -36,6 +36,9 @@ class Seq2Seq(TaskKind):
     primary_metric = "test_exact_match_greedy"
 
     takes_mechanism = True  # the decoder takes any mechanism of the library's registry
+    # decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a copying
+    # model reads `source_ext` (default: the prompts, as the library's)
+    decode_ids = {"start_id": START, "eos_id": END}
     has_coverage = True
     copies = True
 
@@ -172,32 +175,6 @@ class Seq2Seq(TaskKind):
         """`generate.max_length`, else the task's target length."""
         return gen_cfg.max_length or task.val.y.shape[1]
 
-    def decode(
-        self,
-        model,
-        sampler,
-        prompts,
-        max_length,
-        batch_size=None,
-        min_length=None,
-        source_ext=None,
-        seed=0,
-    ):
-        """Decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a
-        copying model reads `source_ext` (default: the prompts, as the library's)."""
-        return modeling.decode(
-            model,
-            sampler,
-            prompts,
-            max_length,
-            batch_size,
-            min_length,
-            source_ext=source_ext,
-            seed=seed,
-            eos_id=END,
-            start_id=START,
-        )
-
     def sample_rows(self, model, task, gen_cfg, count):
         """Source, target, prediction and whether they match, for the first `count` test rows;
         for a copying model also each generated token with its `p_gen` (1: generated from the
@@ -212,8 +189,7 @@ class Seq2Seq(TaskKind):
             self.decode_length(task, gen_cfg),
             seed=gen_cfg.seed,
             **_copy_inputs(split),
-            eos_id=END,
-            start_id=START,
+            **self.decode_ids,
         )
         tokens, p_gen = np.asarray(result.tokens), getattr(result, "p_gen", None)
         vocab, rows = task.output_vocab, []

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from pydoc_data.topics import topics
 from typing import Literal
 
 import numpy as np
 from pydantic import Field, field_validator
 
-from experiments import bounded_input, kinds, tasks
-from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection
+from experiments import kinds, tasks
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -37,12 +36,7 @@ class CharLMTask(TaskSection):
     @field_validator("path")
     @classmethod
     def _path_exists(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        problem = bounded_input.path_problem(value)
-        if problem is not None:
-            raise ValueError(f"an existing text file; {value} {problem}")
-        return str(Path(value).resolve())
+        return value if value is None else existing_file(value, "an existing text file")
 
     def build(self) -> Task:
         """Windows of `seq_length + 1` characters; the model predicts each next one.

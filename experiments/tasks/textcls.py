@@ -15,9 +15,9 @@ import keras
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from experiments import bounded_input, kinds, tasks
+from experiments import kinds, tasks
 from experiments.bounded_input import RecordLines
-from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
 from experiments.data.vocab import SPECIALS, UNK, Vocab
@@ -167,15 +167,12 @@ class TextClsTask(TaskSection):
     def _path_exists(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        problem = bounded_input.path_problem(value)
-        if problem is not None:
-            raise ValueError(f"an existing .csv or .jsonl file; {value} {problem}")
+        real = existing_file(value, "an existing .csv or .jsonl file")
         if Path(value).suffix.lower() not in (".csv", ".jsonl", ".json"):
             raise ValueError("a file ending in .csv or .jsonl")
-        real = Path(value).resolve()
-        if real.suffix.lower() not in (".csv", ".jsonl", ".json"):
+        if Path(real).suffix.lower() not in (".csv", ".jsonl", ".json"):
             raise ValueError(f"a .csv or .jsonl file; {value} links to {real}, which is not one")
-        return str(Path(value).resolve())
+        return real
 
     @model_validator(mode="after")
     def _needs_path(self) -> TextClsTask:
