@@ -78,3 +78,25 @@ def test_the_spelling_rule_sees_lookups_and_allows_task_records():
     assert not _kind_names_outside_task_records('Task("reverse", "seq2seq", vocab)', names)
     assert not _kind_names_outside_task_records('Task("x", kinds.get("lm"), vocab)', names)
     assert not _kind_names_outside_task_records('"""a lm docstring"""\nx = "slm"', names)
+
+
+def test_a_task_is_one_module_of_the_tasks_package_and_config_holds_none():
+    """`experiments/tasks/` holds task modules only (helpers live in `experiments/data/`),
+    each the home of one task's section (with its builder), named after it; `config.py`
+    defines no task section (only the base it annotates `task` with)."""
+    from experiments import config, tasks
+    from experiments.data.sections import TaskSection
+
+    modules = {p.stem for p in (ROOT / "experiments" / "tasks").glob("*.py")} - {"__init__"}
+    homes = {}
+    for name in tasks.names():
+        module = tasks.section(name).__module__
+        if module.startswith("experiments.tasks."):
+            homes.setdefault(module.rpartition(".")[2], []).append(name)
+    assert homes == {module: [module] for module in modules}
+    in_config = [
+        value
+        for value in vars(config).values()
+        if isinstance(value, type) and issubclass(value, TaskSection) and value is not TaskSection
+    ]
+    assert not in_config, in_config
