@@ -1,5 +1,7 @@
 """Attention heatmaps. matplotlib is imported only when a plot is made."""
 
+from pathlib import Path
+
 import numpy as np
 
 
@@ -129,13 +131,10 @@ def attention_image(
 
 def _with_labels(grid, cell, source_tokens, target_tokens, longest=12):
     """`grid` on a white canvas with column labels above (rotated) and row labels left."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     size = 11
-    try:
-        font = ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1: the fixed bitmap font
-        font = ImageFont.load_default()
+    font = _label_font(size)
 
     def text_of(token):
         text = _show(str(token))
@@ -162,3 +161,14 @@ def _with_labels(grid, cell, source_tokens, target_tokens, longest=12):
             lying.text((3, y), columns[j], fill="black", font=font)
         canvas.paste(strip.transpose(Image.Transpose.ROTATE_270), (left, 0))
     return np.asarray(canvas)
+
+
+def _label_font(size):
+    """DejaVu Sans, matplotlib's own font (`plot_attention` writes its labels in it): it has the
+    glyphs `_show` writes for whitespace (␣ ∅), which Pillow's default font (Aileron) lacks."""
+    import matplotlib
+    from PIL import ImageFont
+
+    return ImageFont.truetype(
+        str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"), size
+    )

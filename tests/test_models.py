@@ -462,6 +462,23 @@ def test_attention_image_draws_the_tokens_beside_the_same_grid():
     assert only_rows.shape[0] == height and only_rows.shape[1] > width
 
 
+def test_attention_image_draws_whitespace_labels_as_glyphs_not_boxes():
+    from keras_attn_rnn.plotting import attention_image
+
+    # A private-use character has no glyph in any font: it is drawn as the missing-glyph box.
+    # A space's label (␣) and an empty token's (∅) must be drawn as themselves, as
+    # plot_attention's do, not as that box.
+    tokens = [" ", "", "\ue000"]
+    image = attention_image(np.full((3, 1), 0.5), cell=20, target_tokens=tokens)
+    top = image.shape[0] - 60  # the grid's rows, bottom left
+    labels = [image[top + 20 * i : top + 20 * (i + 1), :-20] for i in range(3)]
+    space, empty, missing = (np.asarray(label < 200) for label in labels)  # the ink
+    assert space.any() and empty.any() and missing.any()
+    assert not np.array_equal(space, missing)
+    assert not np.array_equal(empty, missing)
+    assert not np.array_equal(space, empty)
+
+
 def test_plot_attention_of_a_model():
     from keras_attn_rnn.plotting import plot_attention
 
