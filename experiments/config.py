@@ -32,6 +32,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from experiments import bounded_input, tasks
 from experiments.data.sections import Section, TaskSection
 from experiments.errors import ConfigError, problem, shown
+from experiments.peers import keras_seq2seq
 from keras_attn_rnn import checks, mechanisms, models, normalizers, samplers, scores
 
 MAX_CONFIG_BYTES = 1 << 20  # a config file is refused past 1 MiB, before it is parsed
@@ -87,7 +88,9 @@ with warnings.catch_warnings():
         bidirectional: bool | None = None
         num_layers: int = Field(1, ge=1, le=8)
         dropout: float = Field(0.0, ge=0.0, lt=1.0)
-        decoder: str = "bahdanau"  # one of the library's `models.DECODERS` (Seq2Seq's)
+        # one of the library's `models.DECODERS` (Seq2Seq's), or `keras`: the plain-Keras peer
+        # (experiments/peers/keras_seq2seq.py), what a Keras user writes without this library
+        decoder: str = "bahdanau"
         attention: AttentionConfig = Field(default_factory=AttentionConfig)
         attention_layer_size: int | None = Field(None, ge=1)
         # copy attention (the pointer-generator, seq2seq): the model also copies source words,
@@ -105,7 +108,7 @@ with warnings.catch_warnings():
         @field_validator("decoder")
         @classmethod
         def _library_decoder(cls, value: str) -> str:
-            checks.check_choice("decoder", value, models.DECODERS)
+            checks.check_choice("decoder", value, (*models.DECODERS, keras_seq2seq.NAME))
             return value
 
         @model_validator(mode="after")

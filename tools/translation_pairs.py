@@ -14,15 +14,14 @@ language `--lang` (default `fr`) are read with a small reader of the documented 
 Kept: messages with one form (no plurals, no context), a translation that differs from the
 source, both sides on one line (newlines and runs of whitespace collapsed) of at most
 `--max-chars` characters, the first translation of each source, in a fixed order. The output
-is a two-column TSV with the header `source<TAB>target`, UTF-8, sorted by source: the same
-packages give the same file. Licences are the packages' own (Django and Sphinx: BSD; GNU
+is a two-column TSV with the header `source<TAB>target` (UTF-8, no quoting: no kept text
+holds a tab or a newline), sorted by source: the same packages give the same file. Licences are the packages' own (Django and Sphinx: BSD; GNU
 programs: GPL): the project ships the BSD sample only (`experiments/configs/data/`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import struct
 import subprocess
 import sys
@@ -122,10 +121,10 @@ def main(argv=None) -> int:
                 print(f"{path.relative_to(folder)}: {len(found)} pairs", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        writer.writerow(["source", "target"])
+        # plain TSV, no quoting: a kept text holds no tab and no newline (whitespace collapsed)
+        handle.write("source\ttarget\n")
         for source in sorted(corpus):
-            writer.writerow([source, corpus[source]])
+            handle.write(f"{source}\t{corpus[source]}\n")
     print(f"{args.out}: {len(corpus)} pairs", file=sys.stderr)
     return 0 if corpus else 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from experiments import backends
+from experiments.peers import keras_seq2seq
 from keras_attn_rnn import samplers
 from keras_attn_rnn.generation import generate
 
@@ -39,6 +40,9 @@ def attention_outputs(model, inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """(logits, attention weights, p_gen) for one small batch of inputs: a copying model's
     probabilities and its probability of generating per step `(B, T)`; p_gen is None for
     any other model."""
+    if keras_seq2seq.is_peer(model):  # Keras's own model returns no attention
+        logits, weights = keras_seq2seq.teacher_forced(model, *inputs[:2])
+        return logits, weights, None
     outputs = _compiled(model, True)(inputs)
     logits, weights = (np.asarray(a, dtype="float32") for a in outputs[:2])
     p_gen = np.asarray(outputs[2], dtype="float32") if len(outputs) > 2 else None
@@ -113,7 +117,8 @@ def generated(
     extra = {} if min_length is None else {"min_length": np.asarray(min_length)}
     if source_ext is not None:
         extra["source_ext"] = np.asarray(source_ext)
-    return generate(model, prompts, max_length, sampler=sampler, seed=seed, **token_ids, **extra)
+    steps = keras_seq2seq.generator(model) if keras_seq2seq.is_peer(model) else model
+    return generate(steps, prompts, max_length, sampler=sampler, seed=seed, **token_ids, **extra)
 
 
 def _compiled(model, with_attention: bool):

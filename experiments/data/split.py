@@ -32,6 +32,9 @@ class Split:
     `reference`, where given, is what a decoding is judged against when `y`
     is not: the targets in extended ids beside a `y` that writes the unknown
     words as `<unk>` (what a model without copying trains on, `without_copy`).
+    `texts`, where a task read them from a file, are each row's (source,
+    target) as written: generated text is scored (BLEU, chrF) against these
+    targets, not against the decoding of `y` (cut to the task's length).
     """
 
     x: np.ndarray
@@ -43,6 +46,7 @@ class Split:
     oov: list[tuple[str, ...]] | None = None
     reference: np.ndarray | None = None
     copying: bool = False
+    texts: list[tuple[str, str]] | None = None
 
     def __len__(self) -> int:
         return len(self.x)
@@ -66,9 +70,9 @@ class Split:
         def pick(a):
             return None if a is None else a[index]
 
-        oov = None
-        if self.oov is not None:  # a list: picked by the row numbers the index selects
-            oov = [self.oov[i] for i in np.arange(len(self.oov))[index].tolist()]
+        rows = np.arange(len(self.x))[index].tolist()  # lists: picked by row number
+        oov = None if self.oov is None else [self.oov[i] for i in rows]
+        texts = None if self.texts is None else [self.texts[i] for i in rows]
         return Split(
             self.x[index],
             self.y[index],
@@ -79,6 +83,7 @@ class Split:
             oov,
             pick(self.reference),
             self.copying,
+            texts,
         )
 
     def replace(self, **changes) -> Split:

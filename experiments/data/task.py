@@ -35,6 +35,12 @@ class Task:
     `length_buckets` are the `(first, last)` lengths (inclusive) the
     generalisation split is reported by (`length_buckets.buckets`), or None
     for at most three buckets of equal width.
+    `data_counts` are what the task counted of a user's data beside
+    `duplicate_rows` (examples cut at the maximum length: `truncated_sources`,
+    `truncated_targets`; the lengths used), logged with the run.
+    `max_input_tokens` is where the input is cut (the served model cuts a
+    request there too, and says so), or None. `bleu_tokenize` is sacrebleu's
+    tokenisation for BLEU of generated text.
     """
 
     name: str
@@ -51,6 +57,9 @@ class Task:
     tokenizer: Tokenizer | None = None
     duplicate_rows: int = 0
     length_buckets: list[tuple[int, int]] | None = None
+    data_counts: dict[str, int] = field(default_factory=dict)
+    max_input_tokens: int | None = None
+    bleu_tokenize: str = "13a"
 
     def __post_init__(self):
         if not hasattr(self.kind, "build_model"):

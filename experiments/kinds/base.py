@@ -330,6 +330,8 @@ class TaskKind:
             "task": task.name,
             "specials": list(SPECIALS),
             "input": tokenizers.serialize(task.tokenizer),
+            # where the runner cut its inputs: the text model cuts a request there, and says so
+            **({"max_input_tokens": task.max_input_tokens} if task.max_input_tokens else {}),
             **self.card_fields(task, cfg),
             "examples": {
                 "text": [_raw_text(task, probes, row) for row in range(len(probes))],

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.data import metrics, modeling
+from experiments.data import metrics, modeling, text_scores
 from experiments.data import split as split_lib
 from experiments.data.modeling import GREEDY
 from experiments.data.vocab import END, PAD, START, UNK
 from experiments.errors import invalid_config
 from experiments.kinds import register
-from experiments.kinds.base import TaskKind, generate_defaults
+from experiments.kinds.base import Artifacts, TaskKind, generate_defaults
+from experiments.peers import keras_seq2seq
 from keras_attn_rnn import losses, models
 
 # Sources decoded at once when a split is scored.
@@ -75,6 +76,21 @@ class Seq2Seq(TaskKind):
 
     def check(self, cfg):
         super().check(cfg)
+        peer = cfg.model.decoder == keras_seq2seq.NAME
+        if peer and (
+            cfg.model.copy
+            or cfg.model.bidirectional
+            or cfg.model.attention.mechanism != "content"
+            or cfg.train.coverage_loss_weight
+            or cfg.train.alignment_loss_weight
+        ):
+            raise invalid_config(
+                "model.decoder",
+                cfg.model.decoder,
+                "bahdanau or luong for copy attention, a bidirectional encoder, a mechanism or "
+                "the attention losses (the plain-Keras peer has Keras's own layers: a "
+                "one-directional encoder and keras.layers.Attention)",
+            )
         if cfg.model.num_layers != 1:
             raise invalid_config(
                 "model.num_layers",
@@ -90,6 +106,15 @@ class Seq2Seq(TaskKind):
 
     def build_model(self, cfg, task):
         m = cfg.model
+        if m.decoder == keras_seq2seq.NAME:  # the plain-Keras peer: Keras's own layers
+            return keras_seq2seq.build(
+                len(task.vocab),
+                len(task.output_vocab),
+                embedding_dim=m.embedding_dim,
+                units=m.units,
+                rnn=m.rnn,
+                dropout=m.dropout,
+            )
         return models.Seq2Seq(
             source_vocab=len(task.vocab),
             target_vocab=len(task.output_vocab),
@@ -128,30 +153,73 @@ class Seq2Seq(TaskKind):
         return {**out, "exact_match_oracle": self.exact_match_oracle(model, split)}
 
     def test_metrics(self, model, task, split, gen_cfg):
-        """`evaluate` and `exact_match_oracle`, and with `generate.sampler: beam` also
-        `exact_match_beam` (the sampling strategies are random: their exact match is not a
-        test figure)."""
-        out = self.length_metrics(model, task, split)
-        if gen_cfg.sampler_name == "beam":
-            out["exact_match_beam"] = self.exact_match(
-                model, gen_cfg.built_sampler, split, gen_cfg.seed
-            )
+        """`evaluate` and `exact_match_oracle`; BLEU and chrF of the greedy decodings against
+        the targets as written (`text_scores`: sacrebleu, on detokenised strings) and
+        `copy_baseline_chrf` (the sources themselves as the translation: the cheapest
+        reference point for a chrF); with `generate.sampler: beam` also the exact match,
+        BLEU and chrF of beam search (the sampling strategies are random: no test figure).
+        Keeps the decoded texts for `final_artifacts`."""
+        self._decodings = {}  # each sampler's decoding of the split, once
+        try:
+            out = self.length_metrics(model, task, split)
+            texts = {"references": _references(task, split), "sources": _sources(task, split)}
+            decoders = [("greedy", GREEDY, 0)]
+            if gen_cfg.sampler_name == "beam":
+                decoders.append(("beam", gen_cfg.built_sampler, gen_cfg.seed))
+            for name, sampler, seed in decoders:
+                decoded = self._decoded(model, sampler, split, seed)
+                if name != "greedy":
+                    out[f"exact_match_{name}"] = metrics.exact_match(split.targets, decoded)
+                texts[f"hypotheses_{name}"] = _hypotheses(task, split, decoded)
+                scores = text_scores.corpus_scores(
+                    texts[f"hypotheses_{name}"], texts["references"], task.bleu_tokenize
+                )
+                out[f"bleu_{name}"], out[f"chrf_{name}"] = scores["bleu"], scores["chrf"]
+            copied = text_scores.corpus_scores(texts["sources"], texts["references"])
+            out["copy_baseline_chrf"] = copied["chrf"]
+            self.test_texts = texts
+        finally:
+            self._decodings = None
         return out
+
+    def final_artifacts(self, model, task, split):
+        """The test split's sources, references and hypotheses (one per line, as scored by
+        `test_metrics`), so `sacrebleu REFERENCES -i HYPOTHESES` gives the logged figures,
+        and sacrebleu's signatures of them."""
+        texts = getattr(self, "test_texts", None)
+        if not texts:
+            return Artifacts()
+        files = {
+            f"text/test_{name}.txt": "".join(line.replace("\n", " ") + "\n" for line in lines)
+            for name, lines in texts.items()
+        }
+        signatures = text_scores.signatures(task.bleu_tokenize)
+        return Artifacts(texts=files, dicts={"text/sacrebleu_signatures.json": signatures})
 
     def exact_match(self, model, sampler, split, seed=0) -> float:
         """Exact match of `split` decoded with `sampler` (built), up to the split's target
         length."""
-        targets = split.targets
+        return metrics.exact_match(split.targets, self._decoded(model, sampler, split, seed))
+
+    def _decoded(self, model, sampler, split, seed=0):
+        """`split` decoded with `sampler` up to its target length (once per sampler while
+        `test_metrics` runs)."""
+        memo = getattr(self, "_decodings", None)
+        key = (id(split), id(sampler), seed)
+        if memo is not None and key in memo:
+            return memo[key]
         decoded = self.decode(
             model,
             sampler,
             split.x,
-            targets.shape[1],
+            split.targets.shape[1],
             batch_size=EVAL_BATCH,
             seed=seed,
             **_copy_inputs(split),
         )
-        return metrics.exact_match(targets, decoded)
+        if memo is not None:
+            memo[key] = decoded
+        return decoded
 
     def exact_match_oracle(self, model, split) -> float:
         """Exact match of greedy decoding with the output length given: `</s>` is impossible
@@ -232,11 +300,33 @@ class Seq2Seq(TaskKind):
         }
         if cfg.model.copy:
             fields["copy"] = {"max_oov": int(cfg.model.max_oov)}
+        if cfg.model.decoder == keras_seq2seq.NAME:
+            fields["peer"] = keras_seq2seq.NAME  # Keras's own model: decoded by the generator
         return fields
 
     def tokens_per_epoch(self, split):
         """Source and target tokens."""
         return super().tokens_per_epoch(split) + int((split.y != PAD).sum())
+
+
+def _references(task, split) -> list[str]:
+    """The targets as written (a task that read them from a file), else as decoded."""
+    if split.texts is not None:
+        return [target for _, target in split.texts]
+    vocab = task.output_vocab
+    return [vocab.decode_extended(split.targets[i], split.words(i)) for i in range(len(split))]
+
+
+def _sources(task, split) -> list[str]:
+    if split.texts is not None:
+        return [source for source, _ in split.texts]
+    return [_source_text(task, split, i) for i in range(len(split))]
+
+
+def _hypotheses(task, split, decoded) -> list[str]:
+    """The decodings as text (a copied word written as itself)."""
+    vocab = task.output_vocab
+    return [vocab.decode_extended(decoded[i], split.words(i)) for i in range(len(split))]
 
 
 def _copy_inputs(split) -> dict:

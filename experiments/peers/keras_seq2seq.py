@@ -6,16 +6,19 @@ the encoder's, and a `tanh` layer on `[h; context]` before the logits: the arran
 the TensorFlow "NMT with attention" tutorial, with Keras's own layers only, as a functional
 model. It needs nothing of this library to load (`keras.saving.load_model`), and decodes
 with every sampler through `keras_attn_rnn.generators.KerasAttentionGenerator`, built from
-its layers by name (`generator`).
+its layers by name (`generator`); its attention, which Keras's functional model does not
+return, comes from the same steps fed the target (`teacher_forced`).
 """
 
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from keras_attn_rnn.generators import KerasAttentionGenerator
 
 NAME = "keras"  # `model.decoder: keras` selects it
+MODEL_NAME = "keras_seq2seq"  # the functional model's name: how a reload is told apart
 
 
 def build(
@@ -25,7 +28,7 @@ def build(
     units: int,
     rnn: str = "lstm",
     dropout: float = 0.0,
-    name: str = "keras_seq2seq",
+    name: str = MODEL_NAME,
 ) -> keras.Model:
     """The functional model `[source (B, S), target_in (B, T)] -> logits (B, T, V)`; id 0 is
     padding on both sides (`mask_zero`), so Keras's masks skip it in the RNNs, the attention
@@ -53,16 +56,37 @@ def build(
     return keras.Model([source, target_in], logits, name=name)
 
 
-def generator(model: keras.Model, preprocessor=None) -> KerasAttentionGenerator:
-    """The step API of a model `build` made (or its reload), from its layers by name."""
-    source = model.inputs[0]
-    encoder_output = model.get_layer("encoder").output
-    encoder = keras.Model(source, encoder_output)
-    return KerasAttentionGenerator(
-        encoder,
-        model.get_layer("target_embedding"),
-        model.get_layer("decoder"),
-        model.get_layer("attention"),
-        [model.get_layer("attention_layer"), model.get_layer("logits")],
-        preprocessor=preprocessor,
+def is_peer(model) -> bool:
+    """Whether `model` is one `build` made (or its reload: the name stays): Keras's own
+    model, without the step API."""
+    return (
+        isinstance(model, keras.Model)
+        and model.name == MODEL_NAME
+        and not hasattr(model, "init_cache")
     )
+
+
+def generator(model: keras.Model) -> KerasAttentionGenerator:
+    """The step API of a model `build` made (or its reload), from its layers by name (kept on
+    the model: one per model)."""
+    kept = model.__dict__.get("_peer_generator")  # bypasses Keras tracking
+    if kept is None:
+        kept = model.__dict__["_peer_generator"] = KerasAttentionGenerator.from_model(model)
+    return kept
+
+
+def teacher_forced(model: keras.Model, source, target_in) -> tuple[np.ndarray, np.ndarray]:
+    """`(logits (B, T, V), alignments (B, T, S))` of the decoder fed `target_in` (its first
+    column the start id), step by step through `generator(model)`: the attention of a
+    functional model that returns none."""
+    steps = generator(model)
+    target_in = np.asarray(target_in, "int32")
+    logits, alignments, cache = steps.init_cache(source, start_id=int(target_in[0, 0]))
+    all_logits, all_alignments = [logits], [alignments]
+    for t in range(1, target_in.shape[1]):
+        logits, alignments, cache = steps.next_logits(target_in[:, t], cache)
+        all_logits.append(logits)
+        all_alignments.append(alignments)
+    as_array = lambda parts: np.stack([keras.ops.convert_to_numpy(p) for p in parts], 1)  # noqa: E731
+    weights = as_array(all_alignments) * (target_in != 0)[..., None]  # padding attends nowhere
+    return as_array(all_logits), weights.astype("float32")

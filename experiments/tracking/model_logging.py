@@ -69,6 +69,12 @@ def keras_model_skipped(card: dict | None = None) -> str | None:
             f"{backend.name} backend, so it logged the text_model (its .keras file loads on "
             "every backend)"
         )
+    if card is not None and card.get("peer"):
+        return (
+            "the Keras-flavor model compiles the library's decoding loop into a SavedModel; "
+            "the plain-Keras peer (model.decoder: keras) has none of its own, so this run "
+            "logged the text_model, which decodes it through KerasAttentionGenerator"
+        )
     if card is not None and copies(card):
         return (
             "the Keras-flavor model serves token ids alone; a copy-attention model "
@@ -180,6 +186,8 @@ def text_signature(card: dict) -> ModelSignature:
         if copies(card):
             record["p_gen"] = [0.5]
         params = {"sampler": "greedy", **card["generate"]}
+    if "max_input_tokens" in card:
+        record["truncated"] = False
     with warnings.catch_warnings():  # integer params are never missing: MLflow's hint is moot
         warnings.filterwarnings("ignore", message=".*integer column", category=UserWarning)
         inferred = infer_signature(list(card["examples"]["text"]), [record], params=params)

@@ -58,6 +58,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
+from keras_attn_rnn.generators import KerasAttentionGenerator
 from keras_attn_rnn.tokenizers import SPECIALS, Extended, VocabularyTokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
@@ -215,6 +216,11 @@ class TextModel(mlflow.pyfunc.PythonModel):
         self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
+        # a model of Keras's own layers (the runner's plain-Keras peer) decodes through the
+        # library's generator for it, built from its layers by name
+        self.steps = self.model
+        if self.card.get("peer") and not hasattr(self.model, "init_cache"):
+            self.steps = KerasAttentionGenerator.from_model(self.model)
 
     # `model_input` is a list, a Series, an array or a DataFrame; the hint is pandas' because
     # with it MLflow neither warns about hints nor coerces the input: `texts_of` checks it.
@@ -223,11 +229,34 @@ class TextModel(mlflow.pyfunc.PythonModel):
         if copies(self.card):
             max_oov = int(self.card["copy"]["max_oov"])
             encoded = [self.codec.encode_extended(text, max_oov) for text in texts]
-            return self.generate([e.ids for e in encoded], self.options(params), encoded)
-        ids = [self.codec.encode(text) for text in texts]
-        if classifies(self.card):
-            return self.classify(ids)
-        return self.generate(ids, self.options(params))
+            encoded, truncated = self.cut_extended(encoded)
+            records = self.generate([e.ids for e in encoded], self.options(params), encoded)
+        else:
+            ids, truncated = self.cut([self.codec.encode(text) for text in texts])
+            if classifies(self.card):
+                records = self.classify(ids)
+            else:
+                records = self.generate(ids, self.options(params))
+        if "max_input_tokens" in self.card:  # says whether the model saw all of each input
+            for record, cut in zip(records, truncated):
+                record["truncated"] = cut
+        return records
+
+    def cut(self, ids: list[list[int]]) -> tuple[list[list[int]], list[bool]]:
+        """Each input's ids cut at the card's `max_input_tokens`, as the runner cut its
+        inputs in training, and whether it was."""
+        limit = self.card.get("max_input_tokens")
+        if limit is None:
+            return ids, [False] * len(ids)
+        return [row[:limit] for row in ids], [len(row) > limit for row in ids]
+
+    def cut_extended(self, encoded: list[Extended]) -> tuple[list[Extended], list[bool]]:
+        """`cut` for copy attention's extended encodings (ids and extended ids alike)."""
+        limit = self.card.get("max_input_tokens")
+        if limit is None:
+            return encoded, [False] * len(encoded)
+        cut = [Extended(e.ids[:limit], e.extended[:limit], e.oov) for e in encoded]
+        return cut, [len(e.ids) > limit for e in encoded]
 
     def options(self, params: dict | None) -> dict:
         """The generation options: the card's defaults updated with `params`."""
@@ -256,7 +285,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
             attended = longest + steps if self.card["attends_generated"] else longest
             check_attention(len(ids), getattr(sampler, "beam_width", 1), steps, attended)
             result = generation.generate(
-                self.model,
+                self.steps,
                 ids,
                 steps,
                 sampler=sampler,

@@ -244,13 +244,21 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     tracker.log_config(cfg)
     tracker.log_dict(task.vocabularies(), "vocab.json")
     tracker.log_inputs(datasets.dataset_inputs(cfg, task))
-    tracker.log_metrics({"duplicate_rows": task.duplicate_rows}, 0)
+    tracker.log_metrics({"duplicate_rows": task.duplicate_rows, **task.data_counts}, 0)
     if task.duplicate_rows:
         print(
             f"{task.name}: {task.duplicate_rows} rows repeat an earlier row's input; "
             "all copies of an input are in one split, so no validation or test input "
             "is a training input"
         )
+    for side in ("sources", "targets"):
+        cut = task.data_counts.get(f"truncated_{side}", 0)
+        if cut:
+            limit = task.data_counts.get(f"max_{side[:-1]}_length")
+            print(
+                f"{task.name}: {cut} {side} are longer than {limit} tokens and were cut there "
+                f"(task.max_{side[:-1]}_length sets it)"
+            )
 
 
 def _val_rows(cfg, task) -> int:
@@ -292,6 +300,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         trained = supervision.wrap(model, cfg)  # model, or model + attention losses
         compile_model(trained, cfg, task)
         trained(supervision.fit_inputs(trained, task.train.take(slice(0, 2))))  # build weights
+    tracker.log_metrics({"model_parameters": model.count_params()}, 0)
     state = checkpoints.load_state(folder)
     initial_epoch, stopped = 0, False
     if state is not None:

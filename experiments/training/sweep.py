@@ -105,6 +105,12 @@ def _summary_row(client, run_id: str, point: list[str]) -> dict:
     row.update(
         {k: v for k, v in sorted(run.data.metrics.items()) if k.startswith(("test_", "val_"))}
     )
+    # the budget side of the comparison: the model's size and its mean epoch
+    if "model_parameters" in run.data.metrics:
+        row["model_parameters"] = int(run.data.metrics["model_parameters"])
+    epochs = [m.value for m in client.get_metric_history(run_id, "epoch_seconds")]
+    if epochs:
+        row["mean_epoch_seconds"] = sum(epochs) / len(epochs)
     return row
 
 

@@ -94,6 +94,40 @@ class KerasAttentionGenerator:
         )
         self._step = DecoderStep(target_embedding, self, self._logits)
 
+    @classmethod
+    def from_model(
+        cls,
+        model,
+        encoder="encoder",
+        target_embedding="target_embedding",
+        decoder_rnn="decoder",
+        attention="attention",
+        head=("attention_layer", "logits"),
+        preprocessor=None,
+    ):
+        """The generator of a functional `model` whose layers carry these names: the source
+        is its first input, the encoder is everything from it to the `encoder` layer's
+        output (`[memory, *state]`), and `head` names the layers from `[h; context]` to the
+        logits, in order. A model saved and loaded again works alike."""
+        for name in (encoder, target_embedding, decoder_rnn, attention, *head):
+            try:
+                model.get_layer(name)
+            except ValueError:
+                raise ValueError(
+                    f"model has no layer named {name!r}: name the generator's parts after your "
+                    f"model's layers. Received: a model with the layers "
+                    f"{[layer.name for layer in model.layers]}"
+                ) from None
+        encoder_model = keras.Model(model.inputs[0], model.get_layer(encoder).output)
+        return cls(
+            encoder_model,
+            model.get_layer(target_embedding),
+            model.get_layer(decoder_rnn),
+            model.get_layer(attention),
+            [model.get_layer(name) for name in head],
+            preprocessor=preprocessor,
+        )
+
     @property
     def variables(self):
         parts = [self.encoder, self.target_embedding, self.decoder_rnn, self.attention]
