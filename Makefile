@@ -12,13 +12,15 @@ JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
 # PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
+# Playwright (the `screenshots` extra), installed into .venv for test-slow and the screenshots.
+CHROMIUM_STAMP := $(VENV)/.chromium-installed
 # mkdocs and its plugins, installed into .venv for `make docs`.
 DOCS_STAMP  := $(VENV)/.docs-installed
 # The oldest versions pyproject.toml allows (`make test-oldest`): a venv of its own.
 OLDEST    := .venv-oldest
 OLDEST_PY := $(OLDEST)/bin/python
 
-.PHONY: test test-tf test-jax test-torch test-slow postgres test-oldest dist docs lint format demo ui bench mutate clean
+.PHONY: test test-tf test-jax test-torch test-slow postgres chromium test-oldest dist docs lint format demo ui bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -49,8 +51,9 @@ test-torch: $(TORCH_STAMP)
 
 # The tests marked slow (CI runs them after `make test`): whole processes run, killed and
 # resumed, real `mlflow server`/`models serve` processes, fresh installs, distribution,
-# the benchmark suite. Needs torch: tests/test_cross_backend.py loads .keras files on JAX and torch.
-test-slow: $(TORCH_STAMP) postgres
+# the benchmark suite, the MLflow UI in headless Chromium. Needs torch: tests/test_cross_backend.py
+# loads .keras files on JAX and torch.
+test-slow: $(TORCH_STAMP) postgres chromium
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --dist loadgroup -m slow --durations=10 tests
 	KERAS_BACKEND=jax $(PYTEST) tests/test_text_models.py
 	KERAS_BACKEND=torch $(PYTEST) tests/test_text_models.py
@@ -61,6 +64,18 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 		apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
+
+# Headless Chromium driven by Playwright (tests/test_ui_attention_view.py, tools/screenshots.py):
+# Debian's `chromium` (installed when missing; needs root; Playwright's own browser download is
+# not used) and Playwright, the `screenshots` extra.
+chromium: $(CHROMIUM_STAMP)
+	@test -x /usr/bin/chromium || { \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
+$(CHROMIUM_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[experiments,dev,screenshots]"
+	touch $(CHROMIUM_STAMP)
 
 # The layer suite, one runner test, the baseline (scikit-learn) and tune's checks (Optuna)
 # on the lower bounds of pyproject.toml (TensorFlow).

@@ -18,8 +18,10 @@ from experiments.config import validate
 from experiments.data import metrics
 from experiments.data.modeling import GREEDY
 from experiments.kinds import seq2seq
+from experiments.training import callbacks
 from experiments.training import run as training_run
 from experiments.training.callbacks import Checkpoint
+from keras_attn_rnn.plotting import plot_attention
 
 # No later epoch can beat the first by `min_delta`: the run stops after its second epoch,
 # whose weights are not the best.
@@ -110,6 +112,22 @@ def test_the_logged_model_holds_the_best_epochs_weights(reference):
     # Only the best epoch's weights are kept beside the checkpoint.
     (run_dir,) = (folder / "stopped" / "ck").iterdir()
     assert sorted(p.name for p in run_dir.glob("best-*")) == ["best-0000.weights.h5"]
+
+
+def test_the_final_heatmaps_name_the_epoch_of_the_weights_they_show(tmp_path, monkeypatch):
+    """Two epochs, the first the best: the final heatmaps are of its weights, and say so."""
+    titles = []
+
+    def plot(**kwargs):
+        titles.append(kwargs["title"])
+        return plot_attention(**kwargs)
+
+    monkeypatch.setattr(callbacks.plotting, "plot_attention", plot)
+    run = _run(
+        tmp_path / "best", migrated_store(tmp_path), epochs=2, early_stopping=STOPS_AFTER_TWO
+    )
+    assert run.data.metrics["best_epoch"] == 1
+    assert titles and all(title.endswith("(epoch 1)") for title in titles), titles
 
 
 class _KillAfterCheckpoint(keras.callbacks.Callback):

@@ -50,7 +50,7 @@ from experiments.tracking import model_logging, text_model
 from experiments.tracking.tracker import Tracker
 from experiments.training import run as training_run
 from experiments.training.distribute import NullTracker
-from keras_attn_rnn import generation, samplers
+from keras_attn_rnn import generation, samplers, tokenizers
 
 # One worker builds the module fixtures (three trained runs) for all of them (`--dist loadgroup`).
 pytestmark = pytest.mark.xdist_group("serving")
@@ -99,11 +99,11 @@ del sys.modules["keras_attn_rnn"]
 for name, run in spec["runs"].items():
     text_model = mlflow.pyfunc.load_model(run["text_model_uri"])
     import keras_attn_rnn
-    import text_tokenizer
+    from keras_attn_rnn.tokenizers import vocabulary_tokenizer
     result = out["runs"][name]
     result["library_file"] = keras_attn_rnn.__file__
-    result["tokenizer_file"] = text_tokenizer.__file__
-    result["tokenizer_source"] = open(text_tokenizer.__file__, encoding="utf-8").read()
+    result["tokenizer_file"] = vocabulary_tokenizer.__file__
+    result["tokenizer_source"] = open(vocabulary_tokenizer.__file__, encoding="utf-8").read()
     result["greedy"] = text_model.predict(run["texts"])
     if run["beam"]:
         params = {"sampler": "beam", "beam_width": 4, "max_length": run["beam_length"]}
@@ -307,9 +307,10 @@ def test_text_model_loads_with_its_own_library_and_matches_generate(trained, fre
         library = Path(got["library_file"])
         assert library.parts[-3:] == ("code", "keras_attn_rnn", "__init__.py"), library
         assert ROOT not in library.parents  # the copy that travels with the model
-        tokenizer = Path(got["tokenizer_file"])  # the runner's tokenizer, travelling too
-        assert tokenizer.parts[-2:] == ("code", "text_tokenizer.py"), tokenizer
-        assert got["tokenizer_source"] == (ROOT / "text_tokenizer.py").read_text(encoding="utf-8")
+        tokenizer = Path(got["tokenizer_file"])  # the library's tokenizer, travelling with it
+        assert tokenizer.parts[-4:-1] == ("code", "keras_attn_rnn", "tokenizers"), tokenizer
+        source = ROOT / "keras_attn_rnn" / "tokenizers" / "vocabulary_tokenizer.py"
+        assert got["tokenizer_source"] == source.read_text(encoding="utf-8")
         if name == "textcls":
             ids, logits, weights = _classify(entry, TEXTS[name])
             classes = entry["task"].class_names
@@ -434,7 +435,7 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
 @pytest.mark.slow
 def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
     """`python -m experiments serve RUN_ID` from a shell whose PATH lacks the venv (the
-    README's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
+    serving guide's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
     entry = trained["runs"]["reverse"]
     port = free_port()
     env = {**fresh_env(), "MLFLOW_TRACKING_URI": trained["store"], "PATH": "/usr/bin:/bin"}
@@ -544,7 +545,7 @@ def test_text_codec_encodes_words_like_textcls(text, lowercase):
     # a card as earlier versions wrote it (the keys they set), and as this one does
     old = {"split": "regex", "pattern": textcls.TOKEN_PATTERN, "lowercase": lowercase}
     old |= {"max_tokens": 4, "empty_as_unknown": True}
-    cards = [{**words.to_dict(), **old}, runner.to_config()]
+    cards = [{**words.to_dict(), **old}, tokenizers.serialize(runner)]
     # words and single punctuation marks, the first 4, never none (an independent reference)
     tokens = re.findall(r"\w+|[^\w\s]", text.lower() if lowercase else text)[:4]
     expected = words.encode(tokens) or [UNK]
@@ -563,7 +564,7 @@ def test_text_codec_encodes_questions_like_addition(a, b, reverse):
     question = f"{a}+{b}".ljust(5)  # padded to two operands and "+", as keras.io's example
     expected = digits.encode(question[::-1] if reverse else question)
     assert runner.encode(f"{a}+{b}") == expected
-    for spec in ({**digits.to_dict(), **old}, runner.to_config()):
+    for spec in ({**digits.to_dict(), **old}, tokenizers.serialize(runner)):
         card = {"specials": SPECIALS, "input": spec}
         assert text_model.TextCodec(card).encode(f"{a}+{b}") == expected
 

@@ -462,6 +462,75 @@ def test_attention_image_draws_the_tokens_beside_the_same_grid():
     assert only_rows.shape[0] == height and only_rows.shape[1] > width
 
 
+def test_attention_image_draws_whitespace_labels_as_glyphs_not_boxes():
+    from keras_attn_rnn.plotting import attention_image
+
+    # A private-use character has no glyph in any font: it is drawn as the missing-glyph box.
+    # A space's label (␣) and an empty token's (∅) must be drawn as themselves, as
+    # plot_attention's do, not as that box.
+    tokens = [" ", "", "\ue000"]
+    image = attention_image(np.full((3, 1), 0.5), cell=20, target_tokens=tokens)
+    top = image.shape[0] - 60  # the grid's rows, bottom left
+    labels = [image[top + 20 * i : top + 20 * (i + 1), :-20] for i in range(3)]
+    space, empty, missing = (np.asarray(label < 200) for label in labels)  # the ink
+    assert space.any() and empty.any() and missing.any()
+    assert not np.array_equal(space, missing)
+    assert not np.array_equal(empty, missing)
+    assert not np.array_equal(space, empty)
+
+
+def _long_row(count=200):
+    weights = np.random.default_rng(0).dirichlet(np.full(count, 0.3))[None]
+    return weights, [f"w{i}" for i in range(count)]
+
+
+def test_plot_attention_wraps_one_long_row_into_lines_of_tokens():
+    from keras_attn_rnn.plotting import plot_attention
+
+    # A classifier's attention over a long text: lines of cells with the tokens written in
+    # them, not a 1-row strip ~10 times as wide as high.
+    weights, tokens = _long_row()
+    figure = plot_attention(weights, tokens, ["pred good"], title="probe 0")
+    grid = np.ma.filled(figure.axes[0].images[0].get_array().astype(float), np.nan)
+    lines, width = grid.shape
+    assert lines > 1 and width * (lines - 1) < 200 <= width * lines
+    np.testing.assert_allclose(grid.ravel()[:200], weights[0], rtol=1e-6)
+    assert np.isnan(grid.ravel()[200:]).all()  # the last line's empty cells
+    assert [t.get_text() for t in figure.axes[0].texts] == tokens  # each in its cell
+    assert [(t.get_position()) for t in figure.axes[0].texts][width + 1] == (1, 1)
+    across, down = figure.get_size_inches()
+    assert 0.5 < across / down < 2, (across, down)
+    # Short rows and several rows keep the plain heatmap.
+    short = plot_attention(weights[:, :20], tokens[:20], ["pred good"])
+    assert short.axes[0].images[0].get_array().shape == (1, 20)
+    assert plot_attention(weights, tokens, ["x"], wrap=None).axes[0].images[
+        0
+    ].get_array().shape == (
+        1,
+        200,
+    )
+
+
+def test_attention_image_wraps_one_long_row_into_a_square_of_tokens():
+    from matplotlib import colormaps
+
+    from keras_attn_rnn.plotting import attention_image
+
+    weights, tokens = _long_row()
+    image = attention_image(weights, vmax=None, source_tokens=tokens, target_tokens=["pred"])
+    height, width = image.shape[:2]
+    assert 0.5 < width / height < 2, image.shape  # MLflow's UI shows a 256-pixel thumbnail
+    # Every position's colour is in the image, the strongest one included, with ink on it.
+    colours = colormaps["viridis"](weights[0] / weights.max(), bytes=True)[:, :3]
+    present = {tuple(c) for c in image.reshape(-1, 3)}
+    assert {tuple(c) for c in colours} <= present
+    brightest = np.all(image == colours[np.argmax(weights[0])], axis=-1)
+    rows, columns = np.nonzero(brightest)
+    box = image[rows.min() : rows.max() + 1, columns.min() : columns.max() + 1]
+    assert box.shape[1] == 3 * box.shape[0] >= 3 * 16  # a 3:1 cell, a line of text high
+    assert (box.max(-1) < 64).any()  # dark ink (its token) on the bright cell
+
+
 def test_plot_attention_of_a_model():
     from keras_attn_rnn.plotting import plot_attention
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from text_tokenizer import SPECIALS, UNK, Extended, Tokenizer
+from keras_attn_rnn.tokenizers import SPECIALS, UNK, Extended
+from keras_attn_rnn.tokenizers import VocabularyTokenizer as Tokenizer
 
 WORDS = ["meet", "at", "on", "friday"]
 V = len(SPECIALS) + len(WORDS)  # 8: the first extended id
@@ -79,7 +80,9 @@ def test_extended_ids_decode_to_the_unknown_words():
     assert tokenizer.decode_extended([6, 7, V + 1, V, 2, V], oov) == "on friday Oslo Zoe"
     assert tokenizer.decode_extended([V + 2, 4, UNK], oov) == "meet"  # past oov: as <unk>
     assert tokenizer.decode([6, 7, 2]) == "on friday"  # decode itself is unchanged
-    with pytest.raises(IndexError):
+    with pytest.raises(
+        ValueError, match=r"ids must be in \[0, 8\).*decode_extended\)\. Received: id 8"
+    ):
         tokenizer.decode([V])  # an extended id means nothing without its words
 
 

@@ -1,14 +1,14 @@
-"""Screenshots of the MLflow UI for the README, in headless Chromium (Debian's `chromium`)
-driven by Playwright (`pip install ".[screenshots]"`; no browser download: it runs
+"""Screenshots of the MLflow UI for the docs (docs/ui/), in headless Chromium (Debian's `chromium`)
+driven by Playwright (`make chromium` installs both; no browser download: it runs
 /usr/bin/chromium).
 
     python -m tools.screenshots [RUN_ID] [--out docs/ui]     # from the project root
 
 Starts `mlflow ui` on the project's store (`MLFLOW_TRACKING_URI`, else
 mlruns/mlflow.db; `experiments.commands.ui`, 127.0.0.1, a free port), captures the run's
-overview (its Datasets panel), its model-metrics view (the stepped attention
-images with their step slider) and its system metrics, then stops the server.
-Without RUN_ID: the newest finished run of experiment `demo`.
+overview (its Datasets panel), the experiment's saved view *Attention* (the stepped
+attention images; one enlarged, with its step slider) and the run's system metrics, then
+stops the server. Without RUN_ID: the newest finished run of experiment `demo`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import mlflow
 from playwright.sync_api import sync_playwright
 
 from experiments.commands.ui import ui_command, ui_url
-from experiments.tracking import store
+from experiments.tracking import image_view, store
 from experiments.tracking.server import check_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -76,36 +76,49 @@ def save(target, path: Path) -> None:
     print(path)
 
 
+def attention_view(page, url: str, path: Path) -> None:
+    """The experiment's saved view *Attention* (`experiments.tracking.image_view`), as it opens."""
+    open_page(page, url, "attention_probe_0")
+    wait_for_image(chart_card(page, "attention_probe_0"))
+    save(page, path)
+
+
 def attention_slider(page, url: str, path: Path, steps: list[int]) -> None:
-    """The first probe's stepped image in the run's Model metrics, enlarged, at each of `steps`
+    """The first probe's stepped image in the Attention view, enlarged, at each of `steps`
     (`path` gets `_step_<n>` before its suffix)."""
-    open_page(page, url, "Model metrics")
-    page.get_by_placeholder("Search metric charts").fill("attention_probe_0")
-    page.get_by_text("attention_probe_0", exact=True).first.wait_for(timeout=60_000)
-    page.wait_for_timeout(3000)
-    expand, menu = _unlabelled_buttons(page)[:2]  # the chart card's "full screen" and its menu
-    menu.click()
-    page.get_by_role("menuitem", name="Configure").click()
+    open_page(page, url, "Attention")
+    card = chart_card(page, "attention_probe_0")
+    card.scroll_into_view_if_needed(timeout=60_000)
+    wait_for_image(card)
+    _unlabelled_buttons(card)[0].click()  # the chart card's "full screen"
     dialog = page.get_by_role("dialog")
-    dialog.get_by_role("switch").first.click()  # "Show run parameters": off
-    dialog.get_by_role("button", name="Save changes").click()
-    page.wait_for_timeout(2000)
-    expand.click()
-    slider = page.get_by_role("dialog").get_by_role("slider")
+    at = int(dialog.get_by_role("spinbutton").input_value())  # the view's step
+    slider = dialog.get_by_role("slider")
     slider.focus()
-    slider.press("Home")
-    at = 0
     for step in steps:
-        for _ in range(step - at):  # the slider moves from one logged step to the next
-            slider.press("ArrowRight")
+        for _ in range(abs(step - at)):  # the slider moves from one logged step to the next
+            slider.press("ArrowRight" if step > at else "ArrowLeft")
         at = step
-        save(page.get_by_role("dialog"), path.with_name(f"{path.stem}_step_{step}{path.suffix}"))
+        wait_for_image(dialog)
+        save(dialog, path.with_name(f"{path.stem}_step_{step}{path.suffix}"))
 
 
-def _unlabelled_buttons(page):
+def wait_for_image(card) -> None:
+    image = card.locator("img").first
+    image.wait_for(timeout=60_000)
+    card.page.wait_for_function(
+        "(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+    )
+
+
+def chart_card(page, key: str):
+    return page.get_by_test_id("experiment-view-compare-runs-card").filter(has_text=key).first
+
+
+def _unlabelled_buttons(scope):
     return [
         button
-        for button in page.get_by_role("button").all()
+        for button in scope.get_by_role("button").all()
         if not button.get_attribute("aria-label") and not button.inner_text().strip()
     ]
 
@@ -138,10 +151,10 @@ def main(argv=None) -> int:
             page = browser.new_page(viewport={"width": 1400, "height": 1300})
             open_page(page, base(), "About this run")
             save(page, out / "run_overview.png")
+            view = ui_url("127.0.0.1", port, image_view.route(experiment_id))
+            attention_view(page, view, out / "attention_view.png")
             small = browser.new_page(viewport={"width": 640, "height": 560})
-            attention_slider(
-                small, base("/model-metrics"), out / "attention_slider.png", [0, 1, last]
-            )
+            attention_slider(small, view, out / "attention_slider.png", [0, 1, last])
             open_page(page, base("/system-metrics"), "System metrics")
             save(page, out / "system_metrics.png")
             browser.close()

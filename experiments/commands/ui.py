@@ -57,8 +57,20 @@ def reachable_host(host: str) -> str:
 
 
 def ui_url(host: str, port: int, route: str = "") -> str:
-    """The UI's address on `route` (e.g. `experiments/1`), on the model-training view."""
-    return f"http://{reachable_host(host)}:{port}/#/{route}{MODEL_TRAINING_VIEW}"
+    """The UI's address on `route` (e.g. `experiments/1`, which may carry a query), on the
+    model-training view."""
+    query = MODEL_TRAINING_VIEW if "?" not in route else "&" + MODEL_TRAINING_VIEW[1:]
+    return f"http://{reachable_host(host)}:{port}/#/{route}{query}"
+
+
+def print_image_views(host: str, port: int) -> None:
+    """The address of each experiment's saved view of its attention images (`image_view`)."""
+    from experiments.tracking import image_view, store
+
+    for experiment in store.connect().search_experiments():
+        if image_view.TAG in experiment.tags:
+            url = ui_url(host, port, image_view.route(experiment.experiment_id))
+            print(f"  attention images of {experiment.name!r}: {url}")
 
 
 def handle(args) -> int:
@@ -76,6 +88,7 @@ def handle(args) -> int:
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)")
+    print_image_views(args.host, args.port)
     return run_in_group(command)
 
 

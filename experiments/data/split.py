@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from experiments.data.vocab import END, START, UNK
-from text_tokenizer import Tokenizer
+from keras_attn_rnn.tokenizers import Tokenizer
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from experiments.data.split import Split
 from experiments.data.vocab import Vocab
-from text_tokenizer import Tokenizer
+from keras_attn_rnn.tokenizers import Tokenizer
 
 if TYPE_CHECKING:  # the task module gives the kind object: the record never imports kinds
     from experiments.kinds.base import TaskKind
@@ -28,7 +28,7 @@ class Task:
     longer than any seen in training (length generalisation), or None.
     `tokenizer` turns a raw text into input ids over `vocab` (its tokens are
     `vocab.tokens`), as the task's builder made its inputs: the one
-    `text_tokenizer.Tokenizer` the text card stores and the served text model
+    `keras_attn_rnn.tokenizers.Tokenizer` the text card stores and the served text model
     encodes with; by default the characters of a text.
     `duplicate_rows` counts the rows whose input repeats an earlier row's
     (all copies of an input go to one split: `split.split_indices`).
@@ -60,10 +60,10 @@ class Task:
             )
         if self.tokenizer is None:
             self.tokenizer = self.vocab.tokenizer()
-        if self.tokenizer.tokens != self.vocab.tokens:
+        if self.tokenizer.vocabulary != self.vocab.tokens:
             raise ValueError(
-                f"task {self.name!r}: tokenizer.tokens must be the input vocabulary's tokens. "
-                f"Received: {len(self.tokenizer.tokens)} tokens for a vocabulary of "
+                f"task {self.name!r}: tokenizer.vocabulary must be the input vocabulary's tokens. "
+                f"Received: {len(self.tokenizer.vocabulary)} tokens for a vocabulary of "
                 f"{len(self.vocab)}"
             )
 

@@ -1,14 +1,16 @@
 """Token <-> id vocabularies; ids 0-3 are the special tokens every task shares.
 
-The ids and the mapping are `text_tokenizer`'s (the one tokenizer of the runner and the
-served text model); a `Vocab` is the mapping alone, over tokens already split.
+The ids and the mapping are `keras_attn_rnn.tokenizers`' (the one tokenizer of the library,
+the runner and the served text model); a `Vocab` is the mapping alone, over tokens already
+split.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from text_tokenizer import END, PAD, SPECIALS, START, UNK, Tokenizer
+from keras_attn_rnn import tokenizers
+from keras_attn_rnn.tokenizers import END, PAD, SPECIALS, START, UNK, Tokenizer, VocabularyTokenizer
 
 __all__ = ["END", "PAD", "SPECIALS", "START", "UNK", "Vocab"]
 
@@ -19,21 +21,29 @@ class Vocab:
     Args:
         tokens: the non-special tokens, in id order.
         joiner: string used to join decoded tokens ("" for characters).
+        tokenizer: instead of `tokens`, an adapted tokenizer whose vocabulary this is
+            (subword units decode through their tokenizer, not by joining pieces).
     """
 
-    def __init__(self, tokens: Iterable[str], joiner: str = ""):
-        self.tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
+    def __init__(
+        self, tokens: Iterable[str] = (), joiner: str = "", tokenizer: Tokenizer | None = None
+    ):
+        if tokenizer is None:
+            tokenizer = VocabularyTokenizer(
+                list(SPECIALS) + [t for t in tokens if t not in SPECIALS], joiner=joiner
+            )
+        self.tokens = list(tokenizer.vocabulary)
         self.joiner = joiner
-        self._mapping = Tokenizer(self.tokens, joiner=joiner)
+        self._mapping = tokenizer
         self.index = self._mapping.index
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def tokenizer(self, **rules) -> Tokenizer:
-        """A `Tokenizer` over this vocabulary that splits text by `rules` (its arguments:
+    def tokenizer(self, **rules) -> VocabularyTokenizer:
+        """A `VocabularyTokenizer` over this vocabulary that splits text by `rules` (its arguments:
         `split`, `pattern`, `lowercase`, `pad_to`, `reverse`, `max_tokens`, ...)."""
-        return Tokenizer(self.tokens, joiner=self.joiner, **rules)
+        return VocabularyTokenizer(self.tokens, joiner=self.joiner, **rules)
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
         """Ids of `tokens`; unknown tokens map to `<unk>`."""
@@ -51,6 +61,10 @@ class Vocab:
     def decode_extended(self, ids: Iterable[int], oov: Sequence[str]) -> str:
         """`decode` of extended ids: `len(self) + k` is `oov[k]` (`Tokenizer.decode_extended`)."""
         return self._mapping.decode_extended(ids, oov)
+
+    def card(self) -> dict:
+        """How the text card decodes ids of this vocabulary: its tokenizer's Keras config."""
+        return tokenizers.serialize(self._mapping)
 
     def to_dict(self) -> dict:
         """Serializable form, logged as an artifact."""

@@ -22,7 +22,7 @@ from experiments.data import metrics, modeling
 from experiments.data.modeling import GREEDY
 from experiments.data.vocab import PAD, SPECIALS
 from experiments.errors import invalid_config
-from keras_attn_rnn import mechanisms, samplers
+from keras_attn_rnn import mechanisms, samplers, tokenizers
 
 if TYPE_CHECKING:  # the config, above the tasks, is named in annotations only
     from matplotlib.figure import Figure
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the config, above the tasks, is named in annotations only
 
 
 # Version of the text card's layout (`TaskKind.text_card`).
-CARD_FORMAT = 1
+CARD_FORMAT = 2  # 2: tokenizers as Keras configs (1: the text_tokenizer module's)
 # The label of the column a copying model's heatmaps add: its probability of generating.
 P_GEN_LABEL = "p_gen"
 
@@ -317,8 +317,8 @@ class TaskKind:
         """What the logged models need besides the trained model, as JSON (the "text card").
 
         The input vocabulary and how a raw text becomes its ids (`input`: the
-        config of `Task.tokenizer`, the `text_tokenizer.Tokenizer` the text
-        model rebuilds), the special tokens, the kind, and two examples (raw
+        Keras config of `Task.tokenizer`, a `keras_attn_rnn.tokenizers.Tokenizer`
+        the text model rebuilds), the special tokens, the kind, and two examples (raw
         texts and the token ids `(2, L)` the runner made of them: the first
         probes, decoded by the tokenizer); each kind adds what it decodes with
         (`card_fields`). `experiments/tracking/text_model.py` reads it.
@@ -329,7 +329,7 @@ class TaskKind:
             "kind": self.name,
             "task": task.name,
             "specials": list(SPECIALS),
-            "input": task.tokenizer.to_config(),
+            "input": tokenizers.serialize(task.tokenizer),
             **self.card_fields(task, cfg),
             "examples": {
                 "text": [_raw_text(task, probes, row) for row in range(len(probes))],

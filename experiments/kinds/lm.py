@@ -52,7 +52,7 @@ class LanguageModel(TaskKind):
     def card_fields(self, task, cfg):
         """The same vocabulary out; no start or end id (as `sample_rows` decodes)."""
         return {
-            "output": task.vocab.to_dict(),
+            "output": task.vocab.card(),
             "start_id": None,
             "end_id": None,
             "generate": generate_defaults(cfg),

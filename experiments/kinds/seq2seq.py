@@ -224,7 +224,7 @@ class Seq2Seq(TaskKind):
         """The target vocabulary; decoding starts at `<s>`, stops at `</s>`; with copying,
         `copy`: the extended vocabulary's size beyond it (`max_oov`)."""
         fields = {
-            "output": task.output_vocab.to_dict(),
+            "output": task.output_vocab.card(),
             "start_id": START,
             "end_id": END,
             "generate": generate_defaults(cfg),

@@ -22,7 +22,7 @@ from experiments.data.split import Split, duplicate_count, make_splits, pad, row
 from experiments.data.task import Task
 from experiments.data.vocab import SPECIALS, UNK, Vocab
 from experiments.errors import ConfigError, shown
-from text_tokenizer import Tokenizer
+from keras_attn_rnn.tokenizers import VocabularyTokenizer
 
 # Words and single punctuation marks.
 TOKEN_PATTERN = r"\w+|[^\w\s]"
@@ -31,12 +31,12 @@ TOKEN_PATTERN = r"\w+|[^\w\s]"
 MAX_LABEL_CHARS = 200
 
 
-def tokenizer(cfg, vocab: Vocab | None = None) -> Tokenizer:
+def tokenizer(cfg, vocab: Vocab | None = None) -> VocabularyTokenizer:
     """How `build` turns a text into ids (`Task.tokenizer`): its words and single punctuation
     marks (lower-cased with `cfg.lowercase`), the first `cfg.max_length` of them, never none;
     over `vocab` (without one, every token is `<unk>`: the rules alone)."""
     tokens = SPECIALS if vocab is None else vocab.tokens
-    return Tokenizer(
+    return VocabularyTokenizer(
         tokens,
         joiner=" ",
         split="regex",
@@ -229,7 +229,7 @@ class TextClsTask(TaskSection):
         vocab = Vocab(
             [t for t, _ in counts.most_common(self.max_vocab - len(SPECIALS))], joiner=" "
         )
-        words = rules.replace(tokens=vocab.tokens)
+        words = rules.replace(vocabulary=vocab.tokens)
         # `words.encode` of each text
         x = pad([words.token_ids(t) for t in tokens], self.max_length)
         encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]

@@ -10,10 +10,9 @@
   token ids).
 - `text_model`: the pyfunc of `text_model.py`, an MLflow model from code
   (the file is the model; nothing pickled), with the trained `.keras` file
-  and the text card as artifacts, and the `keras_attn_rnn` package and the
-  `text_tokenizer` module (the runner's own tokenizer, which the card
-  configures) as its `code_paths` (so the served environment needs nothing
-  of this project installed). Its signature declares the output records and the generation
+  and the text card as artifacts, and the `keras_attn_rnn` package (its
+  tokenizers are the ones the card configures) as its `code_paths` (so the
+  served environment needs nothing of this project installed). Its signature declares the output records and the generation
   params (not the input: see `text_signature`); its input example is the
   card's example texts.
 
@@ -47,7 +46,6 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import Schema, TensorSpec
 
 import keras_attn_rnn
-import text_tokenizer
 from experiments import backends
 from experiments.tracking.serving import ServingModel
 from experiments.tracking.text_model import classifies, copies
@@ -56,11 +54,9 @@ MODEL = "model"
 TEXT_MODEL = "text_model"
 TEXT_MODEL_FILE = Path(__file__).with_name("text_model.py")
 LIBRARY_FOLDER = Path(keras_attn_rnn.__file__).resolve().parent
-# A file in `code_paths` lands in the model's `code/` folder, on `sys.path` when it loads:
-# the text model imports it as `text_tokenizer`, as the runner does.
-TOKENIZER_FILE = Path(text_tokenizer.__file__).resolve()
-# What the text model imports besides its pinned requirements: shipped with it.
-CODE_PATHS = (LIBRARY_FOLDER, TOKENIZER_FILE)
+# What the text model imports besides its pinned requirements: shipped with it (a folder in
+# `code_paths` lands in the model's `code/` folder, on `sys.path` when it loads).
+CODE_PATHS = (LIBRARY_FOLDER,)
 
 
 def keras_model_skipped(card: dict | None = None) -> str | None:
@@ -145,7 +141,7 @@ def log_text_model(keras_file: Path, card_file: Path, card: dict) -> str:
         code_paths=[str(path) for path in CODE_PATHS],
         signature=text_signature(card),
         input_example=list(card["examples"]["text"]),
-        pip_requirements=requirements() + [f"pandas=={pd.__version__}"],
+        pip_requirements=requirements() + [f"pandas=={pd.__version__}", *card_requirements(card)],
         metadata=metadata(card),
     )
     return info.model_uri
@@ -197,6 +193,18 @@ def requirements() -> list[str]:
         *backends.current().requirements(),
         f"numpy=={np.__version__}",
     ]
+
+
+def card_requirements(card: dict) -> list[str]:
+    """What the card's tokenizers need besides Keras: `sentencepiece` for subword units."""
+    classes = {
+        entry.get("class_name") for entry in (card.get("input"), card.get("output")) if entry
+    }
+    if "SentencePieceTokenizer" not in classes:
+        return []
+    import sentencepiece
+
+    return [f"sentencepiece=={sentencepiece.__version__}"]
 
 
 def metadata(card: dict) -> dict:

@@ -35,6 +35,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import yaml
+from mlflow.exceptions import MlflowException
 
 import keras_attn_rnn  # noqa: F401 - registers the library's serializable classes for load_keras
 from experiments.errors import Offline, StorageError
@@ -315,6 +316,16 @@ class ResilientTracker(Tracker):
         except Offline:
             steps = set(self.client.local_steps.get(key, set()))
         return steps | self.spool.spooled_steps(key)
+
+    def save_image_view(self, keys, step: int) -> None:
+        """Best effort, never spooled: offline, the next step's images try again; a store that
+        refuses the experiment tag (a permission) costs a warning, never the run."""
+        try:
+            self.link.call(super().save_image_view, keys, step)
+        except Offline:
+            pass
+        except MlflowException as err:
+            print(f"warning: the experiment's Attention view was not saved: {err}", file=sys.stderr)
 
     def log_model(self, model, card: dict) -> dict[str, str]:
         """Log both models; offline, spool the `.keras` file with the card (JSON, in the record)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import keras
 from keras import ops
 
-from experiments.tracking.text_model import card_sampler, classifies
+from experiments.tracking.text_model import card_sampler, classifies, output_vocabulary_size
 
 # The input of every serving function: int32 token ids `(B, L)`, 0-padded on the right.
 TOKENS_SPEC = keras.InputSpec(shape=(None, None), dtype="int32", name="tokens")
@@ -60,7 +60,7 @@ class ServingModel(keras.Model):
             chosen = {**options, "sampler": sampler}
             if beam_width is not None:
                 chosen["beam_width"] = int(beam_width)
-            self.sampler = card_sampler(chosen, len(card["output"]["tokens"]))
+            self.sampler = card_sampler(chosen, output_vocabulary_size(card))
         self.built = True  # the trained model is built; nothing of its own to build
 
     def call(self, tokens):

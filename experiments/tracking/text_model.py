@@ -3,12 +3,13 @@
 This file is an MLflow "model from code" (logged by
 `experiments.tracking.model_logging`): MLflow stores the file itself and runs it
 when the model is loaded, so nothing is pickled. It imports only MLflow,
-Keras, NumPy, pandas, `keras_attn_rnn` and `text_tokenizer`, which travel
+Keras, NumPy, pandas and `keras_attn_rnn`, which travels
 with the model as its `code_paths`; the runner is not needed to load or
 serve it (it never imports `experiments`). Its artifacts are the trained
 model (`model`: a `.keras` file, loaded with `safe_mode=True`) and the run's
 text card (`card`: JSON, made by `TaskKind.text_card`): the vocabularies,
-how text becomes ids (the config of the runner's `text_tokenizer.Tokenizer`),
+how text becomes ids (the Keras config of the run's `keras_attn_rnn.tokenizers`
+tokenizer: the one the library, the runner and this model share),
 the kind, the class names, the start/end ids and the generation defaults.
 
 Input: strings, as a list, a pandas Series or a one-column DataFrame (what
@@ -57,7 +58,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
-from text_tokenizer import SPECIALS, Extended, Tokenizer
+from keras_attn_rnn.tokenizers import SPECIALS, Extended, VocabularyTokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -78,11 +79,11 @@ def invalid(message: str) -> MlflowException:
 class TextCodec:
     """Raw text <-> token ids, as the runner encodes its task: the card's tokenizers.
 
-    `input` is the run's `Task.tokenizer`, rebuilt from its config (the
-    card's `input`; a card written before the tokenizer had a config holds
-    the same keys, those it set: they load alike); `output` decodes what is
-    generated: the card's `output` vocabulary (the input one for a language
-    model). Generation stops at the card's `end_id` (none for a language
+    `input` is the run's `Task.tokenizer`, rebuilt from its Keras config (the
+    card's `input`; a card of format 1, written before the library had
+    tokenizers, holds the runner's `text_tokenizer` config, which loads as the
+    same `VocabularyTokenizer`); `output` decodes what is generated: the
+    card's `output` tokenizer (the input one for a language model). Generation stops at the card's `end_id` (none for a language
     model); decoded text stops at `</s>` and drops the special tokens.
     """
 
@@ -92,9 +93,8 @@ class TextCodec:
             raise ValueError(
                 f"the card's special tokens must be {list(SPECIALS)}. Received: {specials}"
             )
-        self.input = Tokenizer.from_config(card["input"])
-        output = card.get("output") or card["input"]
-        self.output = Tokenizer(output["tokens"], joiner=output.get("joiner", ""))
+        self.input = card_tokenizer(card["input"])
+        self.output = card_tokenizer(card.get("output") or card["input"])
         self.end_id = card.get("end_id")
 
     def encode(self, text: str) -> list[int]:
@@ -123,6 +123,21 @@ class TextCodec:
         """Text of output ids up to `</s>`, without special tokens (the runner's
         `Vocab.decode`); extended ids are the words of `oov` (`Tokenizer.decode_extended`)."""
         return self.output.decode(ids) if oov is None else self.output.decode_extended(ids, oov)
+
+
+def card_tokenizer(entry: dict):
+    """The tokenizer a card's `input` or `output` describes: a Keras config (format 2), or a
+    format-1 card's `text_tokenizer` config (`tokens` and its rules) or vocabulary (`tokens`,
+    `joiner`), which are a `VocabularyTokenizer`'s arguments."""
+    if "class_name" in entry:
+        return keras.saving.deserialize_keras_object(entry, safe_mode=True)
+    legacy = dict(entry)
+    return VocabularyTokenizer(legacy.pop("tokens"), **legacy)
+
+
+def output_vocabulary_size(card: dict) -> int:
+    """How many ids the card's model generates from (its output tokenizer's vocabulary)."""
+    return card_tokenizer(card.get("output") or card["input"]).vocabulary_size
 
 
 def texts_of(model_input) -> list[str]:

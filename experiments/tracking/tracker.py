@@ -16,7 +16,7 @@ import pandas as pd
 from mlflow.entities import Metric, Param, RunTag
 
 from experiments import config as config_lib
-from experiments.tracking import finishing, model_logging
+from experiments.tracking import finishing, image_view, model_logging
 
 CONFIG_ARTIFACT = "config.yaml"
 ARTIFACT_THREAD = "mlflow-artifacts"
@@ -98,6 +98,12 @@ class Tracker:
     def log_image(self, image: np.ndarray, key: str, step: int) -> None:
         """One step of a stepped image (`key` in `[A-Za-z0-9_.-]`): MLflow's UI shows a slider."""
         self.client.log_image(self.run_id, image, key=key, step=step, synchronous=True)
+
+    def save_image_view(self, keys, step: int) -> None:
+        """The run's experiment gets (or updates) its saved UI view of the stepped images `keys`,
+        shown at `step` (see `image_view`)."""
+        experiment_id = self.client.get_run(self.run_id).info.experiment_id
+        image_view.save(self.client, experiment_id, keys, step)
 
     def log_inputs(self, inputs) -> None:
         """Dataset inputs (`mlflow.entities.DatasetInput`) of the run: its Datasets panel."""

@@ -159,7 +159,8 @@ def image_key(probe: str) -> str:
 
 def log_attention_images(tracker, model, task, step: int) -> None:
     """Every probe's attention at this epoch as one step of its stepped image (`attention_probe_0`):
-    the run's chart view shows a slider over the epochs. Rendered from the array with the tokens
+    the UI's image charts show a slider over the epochs, and the experiment's saved view
+    *Attention* (`tracking.image_view`) shows these images at this step. Rendered from the array with the tokens
     drawn beside it (Pillow, no figure); the upload runs on the tracker's artifact thread."""
     heatmaps = task.kind.probe_heatmaps(model, task, step)
     images = {
@@ -176,6 +177,8 @@ def log_attention_images(tracker, model, task, step: int) -> None:
 def _log_images(tracker, images: dict, step: int) -> None:
     for key, image in images.items():
         tracker.log_image(image, key, step)
+    if images:  # the experiment's Attention view, at this step (`tracking.image_view`)
+        tracker.save_image_view(list(images), step)
 
 
 def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:

@@ -429,7 +429,8 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
         results["best_epoch"] = best_epoch
     tracker.log_metrics_once(results, last_step)
     _log_length_generalisation(model, cfg, task, tracker, last_step)
-    cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=last_step)
+    shown = last_step if best_epoch is None else best_epoch  # the epoch of these weights
+    cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=shown)
     artifacts = kind.final_artifacts(model, task, test)
     for path, data in artifacts.dicts.items():
         tracker.log_dict(data, path)

@@ -82,6 +82,10 @@ class Tokenizer(keras.layers.Layer):
     def _vocabulary_changed(self):
         self._index = None
 
+    def replace(self, **changes):
+        """A copy with the constructor arguments in `changes` replaced (e.g. `vocabulary=`)."""
+        return type(self).from_config({**self.get_config(), **changes})
+
     def check_adapted(self):
         """Raises unless the tokenizer has a vocabulary beyond the special tokens."""
         if self.vocabulary_size <= len(SPECIALS):
@@ -134,7 +138,12 @@ class Tokenizer(keras.layers.Layer):
             if oov is not None and i >= size:
                 if i - size < len(oov):
                     tokens.append(oov[i - size])
-            elif len(SPECIALS) <= i < size:
+            elif i >= size or i < 0:
+                raise ValueError(
+                    f"ids must be in [0, {size}) (the vocabulary; copy attention's extended "
+                    f"ids decode with decode_extended). Received: id {i}"
+                )
+            elif i >= len(SPECIALS):
                 tokens.append(vocabulary[i])
         return self.detokenize(tokens)
 
