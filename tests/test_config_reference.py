@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from experiments import config, tasks
 from experiments.data.sections import TaskSection
+from experiments.tuning.settings import TuneSection
 from keras_attn_rnn import mechanisms, samplers
 from tools import config_reference
 
@@ -24,6 +25,7 @@ SECTIONS = {
     "tracking": config.TrackingConfig,
     "generate": config.GenerateConfig,
     "task": TaskSection,
+    "tune": TuneSection,
 }
 
 

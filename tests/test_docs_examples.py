@@ -123,6 +123,11 @@ def _page(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def test_the_readme_is_short_and_leaves_the_rest_to_the_docs():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)
+
+
 def test_blocks_are_found_and_markers_read():
     text = "a\n```python\nx = 1\n```\n<!-- not run: needs\n a server -->\n```python\ny\n```\n"
     assert python_blocks(text) == [(3, "x = 1\n", None), (8, "y\n", "needs a server")]

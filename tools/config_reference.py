@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 
 from experiments import config, kinds, tasks
 from experiments.data.sections import Section, TaskSection
+from experiments.tuning.settings import TuneSection
 from keras_attn_rnn import mechanisms, samplers
 
 # Keys the task kind passes to every mechanism itself (`model.attention.score`, ...).
@@ -39,8 +40,10 @@ def render() -> str:
         "`experiments/config.py`, the task modules of `experiments/tasks/` and the "
         "library's registries.*",
         "",
-        _doc(cfg) + " Every section refuses unknown keys; a bad value exits with code 2 "
-        "before anything is created, naming the key, the value and what was expected. "
+        _doc(cfg) + " A `tune` section, read by `python -m experiments tune` only, may "
+        "follow (the last table). A key a section does not list is refused (`model.attention` "
+        "also takes its mechanism's options), and a bad value exits with code 2 before "
+        "anything is created, naming the key, the value and what was expected. "
         "`--set a.b=value` sets one key (its value read as YAML).",
         "",
         *_task_section(),
@@ -52,6 +55,7 @@ def render() -> str:
         *_section("tracking", config.TrackingConfig),
         *_section("generate", config.GenerateConfig),
         *_sampler_arguments(),
+        *_section("tune", TuneSection),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
