@@ -104,8 +104,9 @@ $(DOCS_STAMP): $(STAMP)
 
 # The documentation site in site/ (mkdocs.yml: guides, results, the API reference from the
 # docstrings, the configuration reference generated from the schema); any warning fails it.
+# (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning.)
 docs: $(DOCS_STAMP)
-	$(PY) -m mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 demo: $(STAMP)
 	$(PY) -m experiments run demo
