@@ -14,11 +14,13 @@ TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
 # Playwright (the `screenshots` extra), installed into .venv for test-slow and the screenshots.
 CHROMIUM_STAMP := $(VENV)/.chromium-installed
+# mkdocs and its plugins, installed into .venv for `make docs`.
+DOCS_STAMP  := $(VENV)/.docs-installed
 # The oldest versions pyproject.toml allows (`make test-oldest`): a venv of its own.
 OLDEST    := .venv-oldest
 OLDEST_PY := $(OLDEST)/bin/python
 
-.PHONY: test test-tf test-jax test-torch test-slow postgres chromium test-oldest dist lint format demo ui bench mutate clean
+.PHONY: test test-tf test-jax test-torch test-slow postgres chromium test-oldest dist docs lint format demo ui bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -96,6 +98,16 @@ dist: $(STAMP)
 	$(VENV)/bin/twine check --strict dist/*
 	$(PY) .ci/check_wheel.py dist/*.whl
 
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+# The documentation site in site/ (mkdocs.yml: guides, results, the API reference from the
+# docstrings, the configuration reference generated from the schema); any warning fails it.
+# (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning.)
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 demo: $(STAMP)
 	$(PY) -m experiments run demo
 
@@ -122,4 +134,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) $(OLDEST) mutants .pytest_cache .ruff_cache .import_linter_cache build dist
+	rm -rf $(VENV) $(OLDEST) mutants .pytest_cache .ruff_cache .import_linter_cache build dist site

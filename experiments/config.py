@@ -49,12 +49,34 @@ class AttentionConfig(Section):
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
-    score: str | None = None
-    units: int | None = Field(None, ge=1)
-    query: Literal["learned", "fixed"] = "learned"
-    query_value: list[float] | None = None
-    mechanism: str = "content"  # seq2seq (bahdanau) only, unless content
-    normalizer: str = "softmax"
+    score: str | None = Field(
+        None,
+        description="The attention score by its registered name (`keras_attn_rnn.scores`); "
+        "unset: the task kind's default.",
+    )
+    units: int | None = Field(
+        None,
+        ge=1,
+        description="Hidden size of the additive score and of a mechanism that takes `units`; "
+        "unset: the RNN's (`model.units`).",
+    )
+    query: Literal["learned", "fixed"] = Field(
+        "learned",
+        description="Classification: the pooling query, learned or fixed (`query_value`).",
+    )
+    query_value: list[float] | None = Field(
+        None, description="Classification: the fixed query's values (with `query: fixed`)."
+    )
+    mechanism: str = Field(
+        "content",
+        description="The mechanism by its registered name (`keras_attn_rnn.mechanisms`); "
+        "other than `content`, seq2seq with the `bahdanau` decoder only.",
+    )
+    normalizer: str = Field(
+        "softmax",
+        description="What turns scores into weights, by its registered name "
+        "(`keras_attn_rnn.normalizers`).",
+    )
 
     @field_validator("score")
     @classmethod
@@ -82,22 +104,46 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", 'Field name "copy"', UserWarning)
 
     class ModelConfig(Section):
-        embedding_dim: int = Field(64, ge=1)
-        units: int = Field(64, ge=1)
-        rnn: str = "lstm"  # one of the library's `models.RNN_KINDS`
-        bidirectional: bool | None = None
-        num_layers: int = Field(1, ge=1, le=8)
-        dropout: float = Field(0.0, ge=0.0, lt=1.0)
-        # one of the library's `models.DECODERS` (Seq2Seq's), or `keras`: the plain-Keras peer
-        # (experiments/peers/keras_seq2seq.py), what a Keras user writes without this library
-        decoder: str = "bahdanau"
-        attention: AttentionConfig = Field(default_factory=AttentionConfig)
-        attention_layer_size: int | None = Field(None, ge=1)
-        # copy attention (the pointer-generator, seq2seq): the model also copies source words,
-        # those unknown to the vocabulary included, through `max_oov` extended ids (default:
-        # the task's largest number of unknown words in one source)
-        copy: bool = False
-        max_oov: int | None = Field(None, ge=0)
+        """`model`: the ready model of the task's kind (`keras_attn_rnn.models`) and its
+        attention."""
+
+        embedding_dim: int = Field(64, ge=1, description="Width of the token embeddings.")
+        units: int = Field(
+            64, ge=1, description="Units of the RNN (per direction in a bidirectional encoder)."
+        )
+        rnn: str = Field(
+            "lstm", description="The RNN cell, one of the library's `models.RNN_KINDS`."
+        )
+        bidirectional: bool | None = Field(
+            None, description="A bidirectional encoder; unset: the task kind's default."
+        )
+        num_layers: int = Field(
+            1, ge=1, le=8, description="Stacked RNN layers (classification and language models)."
+        )
+        dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout rate.")
+        decoder: str = Field(
+            "bahdanau",
+            description="Seq2seq: the decoder, one of the library's `models.DECODERS`, or "
+            "`keras`: the plain-Keras peer (experiments/peers/keras_seq2seq.py), what a Keras "
+            "user writes without this library.",
+        )
+        attention: AttentionConfig = Field(
+            default_factory=AttentionConfig, description="The attention: see `model.attention`."
+        )
+        attention_layer_size: int | None = Field(
+            None, ge=1, description="Seq2seq: width of the decoder's attention layer."
+        )
+        copy: bool = Field(
+            False,
+            description="Seq2seq: copy attention (the pointer-generator): the model also "
+            "copies source words, those unknown to the vocabulary included.",
+        )
+        max_oov: int | None = Field(
+            None,
+            ge=0,
+            description="With `copy`: the extended ids for unknown source words; unset: the "
+            "task's most unknown words in one source.",
+        )
 
         @field_validator("rnn")
         @classmethod
@@ -122,34 +168,67 @@ with warnings.catch_warnings():
 
 
 class EarlyStoppingConfig(Section):
-    monitor: str = "val_loss"
-    patience: int = Field(3, ge=0)
-    mode: Literal["auto", "min", "max"] = "auto"
-    min_delta: float = Field(0.0, ge=0.0)
+    """`train.early_stopping`: stop when a validation metric stops improving; the test
+    metrics, heatmaps, samples and logged model are then the best epoch's."""
+
+    monitor: str = Field("val_loss", description="The validation metric watched.")
+    patience: int = Field(3, ge=0, description="Epochs without improvement before the stop.")
+    mode: Literal["auto", "min", "max"] = Field(
+        "auto", description="Whether the metric should fall or rise; auto: from its name."
+    )
+    min_delta: float = Field(0.0, ge=0.0, description="The least change that counts.")
 
 
 class TrainConfig(Section):
-    epochs: int = Field(10, ge=1)
-    batch_size: int = Field(64, ge=1)
-    learning_rate: float = Field(1e-3, gt=0.0)
-    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 at the end
-    optimizer: str = "adam"  # any name `keras.optimizers.get` takes (adamw, rmsprop, lion, ...)
-    clipnorm: float | None = Field(1.0, gt=0.0)
-    seed: int = 0
-    # true or "float16": Keras' mixed_float16 policy; "bfloat16": mixed_bfloat16
-    mixed_precision: bool | Literal["float16", "bfloat16"] = False
-    jit_compile: bool = False
-    run_eagerly: bool = False
-    # mirrored, multi_worker: TensorFlow; data_parallel: JAX (experiments.training.distribute)
-    distribute: Literal["none", "mirrored", "multi_worker", "data_parallel"] = "none"
-    early_stopping: EarlyStoppingConfig | None = None
-    eval_examples: int = Field(512, ge=1)
-    # attention losses (keras_attn_rnn.losses): the alignment cross-entropy needs a task with
-    # ground-truth alignments (reverse, needle); coverage is for seq2seq
-    alignment_loss_weight: float = Field(0.0, ge=0.0)
-    coverage_loss_weight: float = Field(0.0, ge=0.0)
-    checkpoint_dir: str | None = None
-    verbose: Literal[0, 1, 2] = 2
+    """`train`: how the model is trained."""
+
+    epochs: int = Field(10, ge=1, description="Passes over the training split.")
+    batch_size: int = Field(
+        64, ge=1, description="The global batch, split evenly over the replicas."
+    )
+    learning_rate: float = Field(1e-3, gt=0.0, description="The optimizer's learning rate.")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="cosine: decays the learning rate to 0 over the run."
+    )
+    optimizer: str = Field(
+        "adam",
+        description="Any Keras optimizer by a name `keras.optimizers.get` takes "
+        "(`adam`, `adamw`, `lion`, ...).",
+    )
+    clipnorm: float | None = Field(
+        1.0, gt=0.0, description="Gradients clipped to this norm; null: not clipped."
+    )
+    seed: int = Field(0, description="Seed of the weights' initialisation and of training.")
+    mixed_precision: bool | Literal["float16", "bfloat16"] = Field(
+        False,
+        description="true or float16: Keras' `mixed_float16` policy; bfloat16: `mixed_bfloat16`.",
+    )
+    jit_compile: bool = Field(False, description="TensorFlow: compile the steps with XLA.")
+    run_eagerly: bool = Field(False, description="Run the steps eagerly (to debug).")
+    distribute: Literal["none", "mirrored", "multi_worker", "data_parallel"] = Field(
+        "none",
+        description="mirrored, multi_worker: TensorFlow's strategies; data_parallel: JAX's "
+        "(Keras' `DataParallel`).",
+    )
+    early_stopping: EarlyStoppingConfig | None = Field(
+        None, description="Early stopping: see `train.early_stopping`; null: off."
+    )
+    eval_examples: int = Field(
+        512, ge=1, description="Rows of the validation subset the per-epoch metrics score."
+    )
+    alignment_loss_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="Weight of the supervised attention loss (tasks with ground-truth "
+        "alignments: `reverse`, `needle`).",
+    )
+    coverage_loss_weight: float = Field(
+        0.0, ge=0.0, description="Weight of the coverage loss (seq2seq)."
+    )
+    checkpoint_dir: str | None = Field(
+        None, description="Where run checkpoints go; unset: beside a local store."
+    )
+    verbose: Literal[0, 1, 2] = Field(2, description="Keras' `fit` verbosity.")
 
     @field_validator("optimizer")
     @classmethod
@@ -189,18 +268,30 @@ def _named_parameters(cls: type) -> list[inspect.Parameter]:
 
 
 class TrackingConfig(Section):
-    experiment: str = Field("keras-attn-rnn", min_length=1)
-    run_name: str | None = None
-    heatmap_every: int = Field(1, ge=1)  # epochs between two steps of the attention images
-    # CPU, memory, disk, network (and GPU with nvidia-ml-py) as `system/*` metrics
-    system_metrics: bool = True
-    system_metrics_interval: float = Field(10.0, ge=0.1)  # seconds between samples
-    num_samples: int = Field(8, ge=0, le=256)
-    log_model: bool = True
-    # A Model Registry name: the run's model becomes a new version of it (`tune` registers
-    # its best trial itself, with the alias `champion`).
-    register_model: str | None = Field(None, min_length=1)
-    tags: dict[str, str] = Field(default_factory=dict)
+    """`tracking`: what the run logs to MLflow."""
+
+    experiment: str = Field("keras-attn-rnn", min_length=1, description="The MLflow experiment.")
+    run_name: str | None = Field(None, description="The run's name; unset: MLflow's.")
+    heatmap_every: int = Field(
+        1, ge=1, description="Epochs between two steps of the attention images."
+    )
+    system_metrics: bool = Field(
+        True,
+        description="Log CPU, memory, disk and network (and GPU with the `gpu` extra) as "
+        "`system/*` metrics.",
+    )
+    system_metrics_interval: float = Field(
+        10.0, ge=0.1, description="Seconds between two samples of the system metrics."
+    )
+    num_samples: int = Field(8, ge=0, le=256, description="Sample generations logged each epoch.")
+    log_model: bool = Field(True, description="Log the trained model (`model`, `text_model`).")
+    register_model: str | None = Field(
+        None,
+        min_length=1,
+        description="A Model Registry name: the run's model becomes a new version of it "
+        "(`tune` registers its best trial itself).",
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags added to the run.")
 
     @model_validator(mode="after")
     def _register_what_is_logged(self) -> TrackingConfig:
@@ -229,10 +320,18 @@ class GenerateConfig(Section):
     one list of samplers and options) and kept as `built_sampler`, the object every
     decoding of the run uses."""
 
-    sampler: dict = Field(default_factory=lambda: {"name": "greedy"})
-    max_length: int | None = Field(None, ge=1)
-    prompts: list[str] = Field(default_factory=list)
-    seed: int | None = 0
+    sampler: dict = Field(
+        default_factory=lambda: {"name": "greedy"},
+        description="A sampler name (`beam`) or `{name: ..., <its arguments>}`.",
+    )
+    max_length: int | None = Field(
+        None, ge=1, description="Tokens generated; unset: the task's target length (100 for LMs)."
+    )
+    prompts: list[str] = Field(
+        default_factory=list,
+        description="Language models: the prompts of the sample generations; empty: the task's.",
+    )
+    seed: int | None = Field(0, description="Seed of the sampling.")
 
     # the `Sampler` built from `sampler`, and the `sampler` it was built from
     _built: tuple[dict, samplers.Sampler] | None = PrivateAttr(None)
@@ -309,11 +408,13 @@ class GenerateConfig(Section):
 
 
 class ExperimentConfig(Section):
-    task: SerializeAsAny[TaskSection]
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    train: TrainConfig = Field(default_factory=TrainConfig)
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    """A whole config: the task's section and the four others."""
+
+    task: SerializeAsAny[TaskSection] = Field(description="The task: its `name` and keys.")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="See `model`.")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="See `train`.")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="See `tracking`.")
+    generate: GenerateConfig = Field(default_factory=GenerateConfig, description="See `generate`.")
 
     @field_validator("task", mode="before")
     @classmethod

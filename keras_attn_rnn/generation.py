@@ -284,7 +284,8 @@ def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy"
         inputs: a string or a list of strings.
         max_length: the most tokens generated; default the preprocessor's
             (`default_max_length`).
-        sampler, **options: as `generate` takes them.
+        sampler: as `generate` takes it.
+        **options: the other arguments of `generate`.
     """
     if preprocessor is None:
         raise ValueError(

@@ -51,14 +51,16 @@ LEGACY_METRICS = frozenset(
 )
 
 
-def documented_metrics(readme: Path = Path(__file__).parents[1] / "README.md") -> re.Pattern:
-    """A pattern of the metric names in the README's table under *What each number is*.
+def documented_metrics(
+    page: Path = Path(__file__).parents[1] / "docs" / "guides" / "metrics.md",
+) -> re.Pattern:
+    """A pattern of the metric names in the table of *What each number is* (the docs page).
 
     A name's placeholders match what they stand for: `<metric>` any `val_<metric>` of the
     table, and `A`, `B` numbers (`test_<metric>_len_A_B`).
     """
-    section = readme.read_text(encoding="utf-8").split("**What each number is.**", 1)[1]
-    table = section[section.index("\n|") + 1 :].split("\n\n", 1)[0].splitlines()[2:]
+    text = page.read_text(encoding="utf-8")
+    table = text[text.index("\n| metric |") + 1 :].split("\n\n", 1)[0].splitlines()[2:]
     names = [n for row in table for n in re.findall(r"`([^`]+)`", row.split("|")[1])]
     stems = [n.removeprefix("val_") for n in names if re.fullmatch(r"val_\w+", n)]
     metric = "(?:" + "|".join(map(re.escape, stems)) + ")"

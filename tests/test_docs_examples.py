@@ -1,52 +1,64 @@
-"""Every docstring example in `keras_attn_rnn/` and every README python block runs.
+"""Every docstring example in `keras_attn_rnn/` and every python block of the README, of
+the documentation site's pages and of CONTRIBUTING.md runs.
 
 Docstring examples (`>>>`) run with doctest, module by module. Each example
 starts from the namespace a reader of Keras's own docs has, `keras` and
 `numpy as np`, and imports what else it uses itself, so it can be pasted as
 it is.
 
-The README's ```python blocks run in order, in one namespace, in a temporary
-directory, on TensorFlow only (`make test-tf`): the docstring examples and the
-layer suite already run on every backend. A block preceded by
-`<!-- not run: REASON -->` is skipped; the skipped blocks and their reasons
-are printed by the test and pinned in `README_NOT_RUN`, so a new exclusion is
-a visible change to this file.
+The ```python blocks of the README, and of each page under `docs/`, run in
+order, one namespace a page, in a temporary directory, on TensorFlow only
+(`make test-tf`): the docstring examples and the layer suite already run on every
+backend. A block preceded by `<!-- not run: REASON -->` is skipped; the skipped
+blocks and their reasons are printed by the test and pinned in `NOT_RUN`, so a
+new exclusion is a visible change to this file. CONTRIBUTING.md's blocks are its
+recipes: each is run by the test file pinned in `RECIPES`.
 """
 
 import doctest
 import importlib
-import os
 import pkgutil
 import re
+from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
+from doc_blocks import CONTRIBUTING, ROOT, python_blocks
 
 import keras_attn_rnn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(ROOT, "README.md")
+DOCS = ROOT / "docs"
+# The README first, then every page of the site.
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
-# The README blocks that are not run: (first line of the block, reason given in the README).
-README_NOT_RUN = [
+# The blocks that are not run: (page, first line of the block, reason given on the page).
+NOT_RUN = [
     (
+        "docs/guides/serving.md",
         "import mlflow",
         "loads the text_model of a finished run (run_id); "
         "tests/test_experiments_serving.py runs it",
     ),
     (
-        "# my_tasks/majority.py",
-        "a module of a package of your own; "
-        "tests/test_new_task_kind.py imports this block as one and builds its task",
-    ),
-    (
+        "docs/guides/tuning.md",
         "import mlflow",
         "loads the champion of a finished study; tests/test_scaleout_tune.py does",
     ),
 ]
+
+# CONTRIBUTING.md's blocks (by their first line, the file each goes in) and the test file
+# that runs each of them.
+RECIPES = {
+    "# sharp_attention.py": "tests/test_new_mechanism.py",
+    "# tests/test_sharp_attention.py": "tests/test_new_mechanism.py",
+    "# margin_sampler.py": "tests/test_new_sampler.py",
+    "# tests/test_margin_sampler.py": "tests/test_new_sampler.py",
+    "# my_tasks/majority.py": "tests/test_new_task_kind.py",
+    "# tests/test_majority.py": "tests/test_new_task_kind.py",
+}
 
 
 def _module_names():
@@ -107,44 +119,66 @@ def test_docstring_examples_run(module_name):
     assert not failures, "\n".join(failures)
 
 
-_BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
-# A marker right before the block (blank lines aside); its reason never spans another `-->`.
-_NOT_RUN = re.compile(r"<!--\s*not run:\s*((?:(?!-->).)*?)\s*-->\s*\Z", re.DOTALL)
+def _page(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
-def readme_blocks(text):
-    """`(line, code, reason)` for each ```python block: its first line's number in the
-    README, its code, and the reason of a `<!-- not run: ... -->` just before it (else None)."""
-    blocks = []
-    for match in _BLOCK.finditer(text):
-        line = text.count("\n", 0, match.start(1)) + 1
-        marker = _NOT_RUN.search(text[: match.start()])
-        reason = " ".join(marker.group(1).split()) if marker else None
-        blocks.append((line, match.group(1), reason))
-    return blocks
+def test_the_readme_is_short_and_leaves_the_rest_to_the_docs():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)
 
 
-def test_readme_blocks_are_found_and_markers_read():
+def test_blocks_are_found_and_markers_read():
     text = "a\n```python\nx = 1\n```\n<!-- not run: needs\n a server -->\n```python\ny\n```\n"
-    assert readme_blocks(text) == [(3, "x = 1\n", None), (8, "y\n", "needs a server")]
+    assert python_blocks(text) == [(3, "x = 1\n", None), (8, "y\n", "needs a server")]
     # a marker counts only right before its block, not across later text or comments
     text = "<!-- not run: a -->\n```python\nx\n```\nprose\n<!-- b -->\n```python\ny\n```\n"
-    assert [reason for _, _, reason in readme_blocks(text)] == ["a", None]
+    assert [reason for _, _, reason in python_blocks(text)] == ["a", None]
 
 
-def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, capsys):
-    with open(README, encoding="utf-8") as f:
-        blocks = readme_blocks(f.read())
-    skipped = [(code.splitlines()[0], reason) for _, code, reason in blocks if reason]
+def test_the_skipped_blocks_are_the_pinned_ones(capsys):
+    skipped = []
+    for path in PAGES:
+        for _, code, reason in python_blocks(path.read_text(encoding="utf-8")):
+            if reason:
+                skipped.append((_page(path), code.splitlines()[0], reason))
     with capsys.disabled():
-        for first, reason in skipped:
-            print(f"\nREADME block not run: {first!r}: {reason}")
-    assert skipped == README_NOT_RUN
-    run = [(line, code) for line, code, reason in blocks if not reason]
-    assert len(run) >= 4
+        for page, first, reason in skipped:
+            print(f"\n{page}: block not run: {first!r}: {reason}")
+    assert skipped == NOT_RUN
 
+
+def _runnable(path: Path) -> list[tuple[int, str]]:
+    blocks = python_blocks(path.read_text(encoding="utf-8"))
+    return [(line, code) for line, code, reason in blocks if not reason]
+
+
+RUNNABLE = [path for path in PAGES if _runnable(path)]
+
+
+def test_the_pages_that_teach_by_example_have_blocks_to_run():
+    """A page whose blocks all went (or were all marked not run) would drop out silently."""
+    pages = {_page(path) for path in RUNNABLE}
+    guides = ["layers", "decoder", "generation", "text", "own-model", "copy-attention"]
+    assert {"README.md", *(f"docs/guides/{guide}.md" for guide in guides)} <= pages
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=_page)
+def test_python_blocks_run_in_order(path, tmp_path, monkeypatch):
+    """A page's blocks, in order, in one namespace of their own (a reader's session)."""
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__readme__"}
-    for line, code in run:
-        # Padded so that a traceback names the README's own line numbers.
-        exec(compile("\n" * (line - 1) + code, README, "exec"), namespace)
+    namespace = {"__name__": "__docs__"}
+    for line, code in _runnable(path):
+        # Padded so that a traceback names the page's own line numbers.
+        exec(compile("\n" * (line - 1) + code, str(path), "exec"), namespace)
+
+
+def test_every_contributing_block_is_a_recipe_its_test_file_runs():
+    """Each python block of CONTRIBUTING.md is pinned to the test file that runs it, and that
+    file names the block (`doc_blocks.recipe_module`, `run_recipe_tests` or
+    `contributing_block` find a block by its first line)."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    firsts = [code.splitlines()[0] for _, code, _ in python_blocks(text)]
+    assert sorted(firsts) == sorted(RECIPES)
+    for first, test_file in RECIPES.items():
+        assert f'"{first}"' in (ROOT / test_file).read_text(encoding="utf-8"), test_file

@@ -123,7 +123,7 @@ LONGER = {
 
 
 @pytest.mark.parametrize("name", sorted(TINY_TASKS))
-def test_every_metric_name_is_in_the_readme_table(name, tmp_path):
+def test_every_metric_name_is_in_the_docs_table(name, tmp_path):
     task = dict(LONGER.get(name, TINY_TASKS[name]))
     if name == "textcls":
         task["path"] = str(write_text_dataset(tmp_path))

@@ -93,7 +93,7 @@ def test_run_logs_everything(name, loader, store, tmp_path, capsys):
     expected = COMMON_METRICS | TASK_METRICS[name]
     assert expected <= set(run.data.metrics), expected - set(run.data.metrics)
     assert not LEGACY_METRICS & set(run.data.metrics)  # the names before the split prefixes
-    # Each of ours (MLflow's system/ metrics aside) in the README's table of metrics.
+    # Each of ours (MLflow's system/ metrics aside) in the docs' table of metrics.
     documented = documented_metrics()
     ours = {k for k in run.data.metrics if not k.startswith("system/")}
     assert {k for k in ours if not documented.fullmatch(k)} == set()

@@ -435,7 +435,7 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
 @pytest.mark.slow
 def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
     """`python -m experiments serve RUN_ID` from a shell whose PATH lacks the venv (the
-    README's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
+    serving guide's newcomer case): it serves text in, text out, and Ctrl+C stops every process."""
     entry = trained["runs"]["reverse"]
     port = free_port()
     env = {**fresh_env(), "MLFLOW_TRACKING_URI": trained["store"], "PATH": "/usr/bin:/bin"}

@@ -41,7 +41,7 @@ def test_the_gpu_script_runs_its_dry_run_on_jax(tmp_path):
     assert demo["precision"] == "bfloat16" and demo["tokens_per_second"] > 0
     assert demo["epochs_per_second"] == pytest.approx(1 / demo["epoch_seconds"])
     assert report["generation"]["tokens_per_second"] > 0
-    assert "| decoder step, content |" in done.stdout  # the README column, printed
+    assert "| decoder step, content |" in done.stdout  # the benchmarks page's column, printed
 
 
 def test_the_gpu_mode_refuses_a_machine_without_an_accelerator(tmp_path):

@@ -1,60 +1,40 @@
 """A new mechanism is one class plus its registration: it runs from the runner's config
 (`--set model.attention.mechanism=... model.attention.<option>=...`) and from
-`AttentionDecoder(attention=...)`, with no edit under `experiments/`."""
+`AttentionDecoder(attention=...)`, with no edit under `experiments/`. The mechanism and its
+own test are CONTRIBUTING.md's recipe, run as written there."""
 
 from __future__ import annotations
 
-import keras
-import numpy as np
 import pytest
+from doc_blocks import contributing_block, recipe_module, run_recipe_tests
 from experiments_helpers import TINY_TASKS, migrated_store, runs, write_config
 from helpers import pytest_with_plugin
 
 from experiments import config as config_lib
 from experiments.commands import main
 from experiments.training import run as training_run
-from keras_attn_rnn import AttentionDecoder, mechanisms
+from keras_attn_rnn import mechanisms
+
+RECIPE = "# sharp_attention.py"
 
 
-@keras.saving.register_keras_serializable(package="tests")
-class SharpAttention(mechanisms.ContentAttention):
-    """Content attention with its scores multiplied by `sharpness` (a test's mechanism)."""
-
-    def __init__(self, score="general", sharpness=2.0, **kwargs):
-        if not isinstance(sharpness, (int, float)) or sharpness <= 0:
-            raise ValueError(f"sharpness must be > 0. Received: sharpness={sharpness!r}")
-        super().__init__(score=score, **kwargs)
-        self.sharpness = float(sharpness)
-
-    def call(self, query, prepared_keys, memory, memory_mask, state, training=None):
-        scores = self.score_layer.score_step(query, prepared_keys) * self.sharpness
-        return self.normalize(scores, memory_mask), {}
-
-    def get_config(self):
-        return {**super().get_config(), "sharpness": self.sharpness}
+@pytest.fixture(autouse=True)
+def recipe(monkeypatch):
+    """CONTRIBUTING.md's module `sharp_attention`, imported (so "sharp" is registered) with
+    the mechanism registry restored after the test."""
+    return recipe_module(RECIPE, monkeypatch, mechanisms.REGISTRY)
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    monkeypatch.setitem(mechanisms.REGISTRY._members, "sharp", SharpAttention)
+def test_the_recipe_registers_it_and_its_own_test_passes(recipe, monkeypatch):
+    assert mechanisms.class_for("sharp") is recipe.SharpAttention
+    ran = run_recipe_tests("# tests/test_sharp_attention.py", monkeypatch=monkeypatch)
+    assert ran == [
+        "test_a_sharpness_that_is_not_positive_is_refused",
+        "test_sharp_attention_decodes_and_round_trips",
+    ]
 
 
-def test_the_decoder_runs_it_and_it_round_trips(registered):
-    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype("float32")
-    memory = np.random.default_rng(1).standard_normal((2, 5, 6)).astype("float32")
-    decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=mechanisms.get("sharp"))
-    outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(alignments).sum(-1), 1.0, atol=1e-5)
-    again = AttentionDecoder.from_config(decoder.get_config())
-    again([x, memory])
-    again.set_weights(decoder.get_weights())
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(again([x, memory])), keras.ops.convert_to_numpy(outputs)
-    )
-    assert again.mechanisms[0].sharpness == 2.0
-
-
-def test_its_options_are_checked_by_its_constructor(registered, tmp_path):
+def test_its_options_are_checked_by_its_constructor(tmp_path):
     base = {"task": TINY_TASKS["reverse"]}
     good = config_lib.validate(
         {**base, "model": {"attention": {"mechanism": "sharp", "sharpness": 3.0}}}
@@ -70,7 +50,7 @@ def test_its_options_are_checked_by_its_constructor(registered, tmp_path):
             training_run.validate({**base, "model": {"attention": attention}})
 
 
-def test_a_run_trains_it_from_the_command_line(registered, tmp_path):
+def test_a_run_trains_it_from_the_command_line(tmp_path):
     uri = migrated_store(tmp_path)
     config = write_config(
         tmp_path, TINY_TASKS["reverse"], tracking={"experiment": "sharp", "log_model": False}
@@ -88,17 +68,12 @@ def test_a_run_trains_it_from_the_command_line(registered, tmp_path):
 
 @pytest.mark.slow  # a fresh pytest process (imports TensorFlow again)
 def test_the_mechanism_suites_take_it_from_the_registry(tmp_path):
-    """Registered (by a plugin loaded before the tests), it passes the contract suite every
-    registered mechanism does, and no list of names in the suites refuses it."""
-    plugin = """
-        from keras_attn_rnn import mechanisms
-        from test_new_mechanism import SharpAttention
-
-        mechanisms.REGISTRY.register("sharp", SharpAttention)
-    """
+    """Registered (by the recipe's module, loaded as a plugin before the tests), it passes the
+    contract suite every registered mechanism does, and no list of names in the suites
+    refuses it."""
     result = pytest_with_plugin(
         tmp_path,
-        plugin,
+        contributing_block(RECIPE),  # the recipe's module: the class and its registration
         "tests/test_mechanisms_regimes.py",
         "tests/test_registry_contract.py",
         "-k",

@@ -1,10 +1,11 @@
 """A new sampler is one class plus its registration: its arguments reach the runner's
-`generate.sampler` and the text model's params, with no edit under `experiments/`."""
+`generate.sampler` and the text model's params, with no edit under `experiments/`. The
+sampler and its own test are CONTRIBUTING.md's recipe, run as written there."""
 
 from __future__ import annotations
 
-import keras
 import pytest
+from doc_blocks import contributing_block, recipe_module, run_recipe_tests
 from helpers import pytest_with_plugin
 
 from experiments import config as config_lib
@@ -12,32 +13,23 @@ from experiments.kinds.base import generate_defaults
 from experiments.tracking.model_logging import text_signature
 from keras_attn_rnn import samplers
 
-
-# Its own serialization name: tests/test_samplers.py registers another MarginSampler, and
-# whichever module a pytest worker imports last would otherwise own "tests>MarginSampler".
-@keras.saving.register_keras_serializable(package="tests", name="RunnerMarginSampler")
-class MarginSampler(samplers.Sampler):
-    """Greedy among the tokens within `margin` of the best (a test's sampler)."""
-
-    def __init__(self, margin=2.0, temperature=1.0):
-        if not isinstance(margin, (int, float)) or margin < 0:
-            raise ValueError(f"margin must be >= 0. Received: margin={margin!r}")
-        super().__init__(temperature)
-        self.margin = float(margin)
-
-    def get_next_token(self, logits, seed):
-        best = keras.ops.max(logits, axis=-1, keepdims=True)
-        kept = keras.ops.where(logits >= best - self.margin, logits, -1e30)
-        noise = samplers.gumbel_noise(keras.ops.shape(kept), seed)
-        return keras.ops.argmax(kept + noise, axis=-1)
-
-    def get_config(self):
-        return {**super().get_config(), "margin": self.margin}
+RECIPE = "# margin_sampler.py"
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    monkeypatch.setitem(samplers.REGISTRY._members, "margin", MarginSampler)
+@pytest.fixture(autouse=True)
+def recipe(monkeypatch):
+    """CONTRIBUTING.md's module `margin_sampler`, imported (so "margin" is registered) with
+    the sampler registry restored after the test."""
+    return recipe_module(RECIPE, monkeypatch, samplers.REGISTRY)
+
+
+def test_the_recipe_registers_it_and_its_own_test_passes(recipe, monkeypatch):
+    assert samplers.class_for("margin") is recipe.MarginSampler
+    ran = run_recipe_tests("# tests/test_margin_sampler.py", monkeypatch=monkeypatch)
+    assert ran == [
+        "test_it_draws_only_the_tokens_within_its_margin",
+        "test_it_is_built_by_name_and_checks_its_margin",
+    ]
 
 
 def _config(sampler):
@@ -46,17 +38,17 @@ def _config(sampler):
     )
 
 
-def test_the_config_takes_it_by_name_with_its_own_arguments(registered):
+def test_the_config_takes_it_by_name_with_its_own_arguments(recipe):
     cfg = _config({"name": "margin", "margin": 0.5})
     sampler = cfg.generate.built_sampler
-    assert isinstance(sampler, MarginSampler) and sampler.margin == 0.5
+    assert isinstance(sampler, recipe.MarginSampler) and sampler.margin == 0.5
     with pytest.raises(config_lib.ConfigError, match="margin must be >= 0"):
         _config({"name": "margin", "margin": -1})
     with pytest.raises(config_lib.ConfigError, match="beam_width is not an argument"):
         _config({"name": "margin", "beam_width": 3})
 
 
-def test_its_argument_is_a_text_model_param_with_the_run_value(registered):
+def test_its_argument_is_a_text_model_param_with_the_run_value():
     card = {
         "kind": "lm",
         "generate": generate_defaults(_config({"name": "margin", "margin": 0.5})),
@@ -70,17 +62,12 @@ def test_its_argument_is_a_text_model_param_with_the_run_value(registered):
 
 @pytest.mark.slow  # a fresh pytest process (imports TensorFlow again)
 def test_the_sampler_suites_take_it_from_the_registry(tmp_path):
-    """Registered (by a plugin loaded before the tests), it is in every suite that lists the
-    samplers, and no list of names in them refuses it: they read the registry."""
-    plugin = """
-        from keras_attn_rnn import samplers
-        from test_new_sampler import MarginSampler
-
-        samplers.REGISTRY.register("margin", MarginSampler)
-    """
+    """Registered (by the recipe's module, loaded as a plugin before the tests), it is in
+    every suite that lists the samplers, and no list of names in them refuses it: they read
+    the registry."""
     result = pytest_with_plugin(
         tmp_path,
-        plugin,
+        contributing_block(RECIPE),  # the recipe's module: the class and its registration
         "tests/test_samplers.py",
         "tests/test_generation.py",
         "tests/test_registry_contract.py",

@@ -6,13 +6,13 @@ YAML, tracks it and logs its text model, with no edit under `experiments/`."""
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 from pathlib import Path
 from typing import Literal
 
 import mlflow
 import pytest
+from doc_blocks import contributing_block, run_recipe_tests
 from experiments_helpers import migrated_store, runs, write_config
 
 from experiments import config as config_lib
@@ -99,13 +99,6 @@ class MajorityTask(TaskSection):
 '''
 
 
-def _readme_recipe() -> str:
-    """The README's task module (*A task of your own*)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"```python\n(# my_tasks/majority\.py\n.*?)```", text, re.DOTALL)
-    return block
-
-
 def _digest(folder: Path) -> str:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     digest = hashlib.sha256()
@@ -136,17 +129,20 @@ def plugin(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
-def test_the_readme_recipe_is_such_a_module(tmp_path, monkeypatch):
-    _package(tmp_path, monkeypatch, "readme_tasks", _readme_recipe())
+def test_the_contributing_recipe_is_such_a_module_and_its_own_test_passes(tmp_path, monkeypatch):
+    """CONTRIBUTING.md's task module, as `my_tasks/majority.py` of a package named by
+    ATTN_RNN_TASK_PACKAGES, and its own test, run as written there."""
+    _package(tmp_path, monkeypatch, "my_tasks", contributing_block("# my_tasks/majority.py"))
     try:
+        ran = run_recipe_tests("# tests/test_majority.py", monkeypatch=monkeypatch)
         cfg = config_lib.validate({"task": {"name": "majority", "num_examples": 40, "length": 5}})
         task = tasks.build_task(cfg.task)
     finally:
-        for name in [m for m in sys.modules if m.split(".")[0] == "readme_tasks"]:
+        for name in [m for m in sys.modules if m.split(".")[0] == "my_tasks"]:
             del sys.modules[name]
-    assert type(cfg.task).__module__ == "readme_tasks.majority"
+    assert ran == ["test_majority_labels_each_string_by_its_commoner_letter"]
+    assert type(cfg.task).__module__ == "my_tasks.majority"
     assert task.name == "majority" and task.kind.name == "classification"
-    assert task.train.x.shape[1] == 5 and len(task.train) + len(task.val) + len(task.test) == 40
 
 
 def test_a_task_of_its_own_package_trains_tracks_and_logs_from_its_yaml(

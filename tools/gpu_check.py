@@ -14,7 +14,7 @@ Three parts, written to one JSON file:
    against one forward pass of the plain LSTM over as many steps.
 
 `--device cpu` is the dry run (tiny sizes, two timed repeats; CI runs it): it checks
-the script end to end on any machine. On the device machine (see README, "GPU
+the script end to end on any machine. On the device machine (see docs/results/benchmarks.md, "GPU
 check"), carry the pure-Python wheels it lacks (keras, namex, optree, pydantic and
 its parts) and run:
 
@@ -268,7 +268,7 @@ def generation(sizes: dict) -> dict:
 
 
 def markdown(report: dict) -> str:
-    """The README's GPU column, ready to paste."""
+    """The benchmarks page's GPU column, ready to paste."""
     rows = [
         f"| decoder step, {name} | {r['ratio_to_lstm']:.2f}× LSTM |"
         for name, r in report["decoder_step"].items()

@@ -1,4 +1,4 @@
-"""Screenshots of the MLflow UI for the README, in headless Chromium (Debian's `chromium`)
+"""Screenshots of the MLflow UI for the docs (docs/ui/), in headless Chromium (Debian's `chromium`)
 driven by Playwright (`make chromium` installs both; no browser download: it runs
 /usr/bin/chromium).
 

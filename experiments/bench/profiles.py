@@ -1,6 +1,6 @@
 """Shapes and repeat counts of the benchmarks per profile: `full`, `quick` and `tiny`.
 
-`full` has the shapes of the benchmark table in the README; `quick` is a
+`full` has the shapes of the benchmark table (docs/results/benchmarks.md); `quick` is a
 ~2-minute version; `tiny` (smallest shapes, one repeat) is for the test
 suite, chosen by `--tiny` or the environment variable `ATTN_RNN_BENCH_TINY=1`.
 """

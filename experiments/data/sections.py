@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 MAX_SEQUENCE_LENGTH = 20_000  # longer inputs are refused before any array is allocated
 
+NUM_EXAMPLES = "Rows generated (before the split)."
+
 
 class Section(BaseModel):
     """A config section: unknown keys are refused, an assignment is validated too."""
@@ -32,11 +34,15 @@ class TaskSection(Section):
     `name: Literal["<task>"]` and its keys, builds its data in `build`, and is registered
     with `experiments.tasks.register`."""
 
-    name: str
-    seed: int = 0
-    val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
-    test_fraction: float = Field(0.1, lt=0.5)
-    num_probes: int = Field(4, ge=1, le=32)
+    name: str = Field(description="The task, by its registered name.")
+    seed: int = Field(0, description="Seed of the task's data and of its split.")
+    val_fraction: float = Field(
+        0.1, gt=0.0, lt=0.5, description="Share of the rows held out for validation."
+    )
+    test_fraction: float = Field(0.1, lt=0.5, description="Share of the rows held out for test.")
+    num_probes: int = Field(
+        4, ge=1, le=32, description="Test rows whose attention is drawn every epoch."
+    )
 
     def build(self) -> Task:
         """The task's data and kind, from this section (the task's builder)."""
@@ -85,15 +91,28 @@ class StringTaskSection(TaskSection):
     """The keys of the random-string tasks (`random_strings`): the alphabet, the lengths, and
     the longer test lengths of length generalisation with their buckets."""
 
-    num_examples: int = Field(6000, ge=16)
-    alphabet_size: int = Field(12, ge=2, le=26)
-    min_length: int = Field(4, ge=1)
-    max_length: int = Field(10, ge=1, le=MAX_SEQUENCE_LENGTH)
-    # length generalisation: also evaluate on strings of these (longer) lengths
-    test_min_length: int | None = Field(None, ge=1)
-    test_max_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
-    # the first length of each reported bucket of those (default: three of equal width)
-    length_buckets: list[int] | None = None
+    num_examples: int = Field(6000, ge=16, description=NUM_EXAMPLES)
+    alphabet_size: int = Field(
+        12, ge=2, le=26, description="The strings' letters: the first this many of a-z."
+    )
+    min_length: int = Field(4, ge=1, description="The shortest string.")
+    max_length: int = Field(
+        10, ge=1, le=MAX_SEQUENCE_LENGTH, description="The longest string in training."
+    )
+    test_min_length: int | None = Field(
+        None,
+        ge=1,
+        description="Length generalisation: also test on strings of this length "
+        "(past `max_length`) ...",
+    )
+    test_max_length: int | None = Field(
+        None, ge=1, le=MAX_SEQUENCE_LENGTH, description="... up to this one."
+    )
+    length_buckets: list[int] | None = Field(
+        None,
+        description="The first length of each reported bucket of those longer strings; "
+        "unset: three of equal width.",
+    )
 
     @model_validator(mode="after")
     def _longer_test_lengths(self) -> StringTaskSection:

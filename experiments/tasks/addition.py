@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from experiments import kinds, tasks
-from experiments.data.sections import TaskSection
+from experiments.data.sections import NUM_EXAMPLES, TaskSection
 from experiments.data.split import (
     duplicate_count,
     generalization_rng,
@@ -25,11 +25,16 @@ class AdditionTask(TaskSection):
     """`"535+61" -> "596"`, as in the keras.io addition example."""
 
     name: Literal["addition"]
-    num_examples: int = Field(50000, ge=16)
-    digits: int = Field(3, ge=1, le=6)
-    reverse_input: bool = True
-    # length generalisation: also evaluate on operands of digits+1 .. test_digits digits
-    test_digits: int | None = Field(None, ge=2, le=12)
+    num_examples: int = Field(50000, ge=16, description=NUM_EXAMPLES)
+    digits: int = Field(3, ge=1, le=6, description="The most digits of an operand.")
+    reverse_input: bool = Field(True, description="Feed the question reversed.")
+    test_digits: int | None = Field(
+        None,
+        ge=2,
+        le=12,
+        description="Length generalisation: also test on operands of `digits` + 1 to this "
+        "many digits.",
+    )
 
     @model_validator(mode="after")
     def _more_test_digits(self) -> AdditionTask:

@@ -27,11 +27,21 @@ class CharLMTask(TaskSection):
     """Character language model over a text file (default: `pydoc_data.topics`)."""
 
     name: Literal["charlm"]
-    path: str | None = None
-    max_chars: int = Field(200000, ge=100)
-    seq_length: int = Field(64, ge=4, le=MAX_SEQUENCE_LENGTH)
-    stride: int | None = Field(None, ge=1)
-    max_vocab: int = Field(96, ge=4)
+    path: str | None = Field(
+        None, description="A UTF-8 text file; unset: Python's `pydoc_data.topics`."
+    )
+    max_chars: int = Field(200000, ge=100, description="The most characters read.")
+    seq_length: int = Field(
+        64, ge=4, le=MAX_SEQUENCE_LENGTH, description="Characters in a training window."
+    )
+    stride: int | None = Field(
+        None, ge=1, description="Characters between two windows' starts; unset: `seq_length`."
+    )
+    max_vocab: int = Field(
+        96,
+        ge=4,
+        description="Vocabulary size, special tokens included: rarer characters are `<unk>`.",
+    )
 
     @field_validator("path")
     @classmethod

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from experiments import kinds, tasks
 from experiments.data import random_strings
-from experiments.data.sections import MAX_SEQUENCE_LENGTH, StringTaskSection
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, NUM_EXAMPLES, StringTaskSection
 from experiments.data.task import Task
 
 
@@ -19,12 +19,21 @@ class CopyTask(StringTaskSection):
     21-24, 25-48."""
 
     name: Literal["copy"]
-    num_examples: int = Field(10000, ge=16)
-    min_length: int = Field(4, ge=1)
-    max_length: int = Field(12, ge=1, le=MAX_SEQUENCE_LENGTH)
-    test_min_length: int | None = Field(13, ge=1)
-    test_max_length: int | None = Field(48, ge=1, le=MAX_SEQUENCE_LENGTH)
-    length_buckets: list[int] | None = Field(default_factory=lambda: [13, 17, 21, 25])
+    num_examples: int = Field(10000, ge=16, description=NUM_EXAMPLES)
+    min_length: int = Field(4, ge=1, description="The shortest string.")
+    max_length: int = Field(
+        12, ge=1, le=MAX_SEQUENCE_LENGTH, description="The longest string in training."
+    )
+    test_min_length: int | None = Field(
+        13, ge=1, description="Also test on strings of this length ..."
+    )
+    test_max_length: int | None = Field(
+        48, ge=1, le=MAX_SEQUENCE_LENGTH, description="... up to this one."
+    )
+    length_buckets: list[int] | None = Field(
+        default_factory=lambda: [13, 17, 21, 25],
+        description="The first length of each reported bucket of the longer strings.",
+    )
 
     def build(self) -> Task:
         """Random strings over the first `alphabet_size` letters, and the same strings.

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from experiments import kinds, tasks
-from experiments.data.sections import TaskSection
+from experiments.data.sections import NUM_EXAMPLES, TaskSection
 from experiments.data.split import copy_split, duplicate_count
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -53,13 +53,25 @@ class CopySlotsTask(TaskSection):
     holds, unknown to the vocabulary (made of the training words seen in `min_count` rows)."""
 
     name: Literal["copy_slots"]
-    num_examples: int = Field(4000, ge=16)
-    # words in each pool of slot words (names, places, numbers)
-    pool_size: int = Field(3000, ge=8, le=100_000)
-    # of each pool, the words only the validation and test rows use
-    held_out_fraction: float = Field(0.25, gt=0.0, lt=1.0)
-    # training words in fewer rows are left out of the vocabulary (copied, not generated)
-    min_count: int = Field(4, ge=1)
+    num_examples: int = Field(4000, ge=16, description=NUM_EXAMPLES)
+    pool_size: int = Field(
+        3000,
+        ge=8,
+        le=100_000,
+        description="Words in each pool of slot words (names, places, numbers).",
+    )
+    held_out_fraction: float = Field(
+        0.25,
+        gt=0.0,
+        lt=1.0,
+        description="Of each pool, the share of words only the validation and test rows use.",
+    )
+    min_count: int = Field(
+        4,
+        ge=1,
+        description="Training words in fewer rows are left out of the vocabulary (copied, "
+        "not generated).",
+    )
 
     def build(self) -> Task:
         """Rows from `TEMPLATES` with slot words drawn from pools of `pool_size` words each (see

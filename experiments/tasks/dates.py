@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from experiments import kinds, tasks
-from experiments.data.sections import TaskSection
+from experiments.data.sections import NUM_EXAMPLES, TaskSection
 from experiments.data.split import duplicate_count, make_splits, row_keys, seq2seq_split
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -57,9 +57,9 @@ class DatesTask(TaskSection):
     """Human-written dates in many formats, mapped to ISO 8601."""
 
     name: Literal["dates"]
-    num_examples: int = Field(10000, ge=16)
-    min_year: int = Field(1950, ge=1)
-    max_year: int = Field(2050, le=9999)
+    num_examples: int = Field(10000, ge=16, description=NUM_EXAMPLES)
+    min_year: int = Field(1950, ge=1, description="The earliest year of a date.")
+    max_year: int = Field(2050, le=9999, description="The latest year of a date.")
 
     def build(self) -> Task:
         """Random dates between `min_year` and `max_year`, each in a random style."""

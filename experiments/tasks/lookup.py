@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from experiments import kinds, tasks
-from experiments.data.sections import TaskSection
+from experiments.data.sections import NUM_EXAMPLES, TaskSection
 from experiments.data.split import (
     duplicate_count,
     generalization_rng,
@@ -28,14 +28,27 @@ class LookupTask(TaskSection):
     the tables to apply to it in turn; the target is the input and each intermediate result."""
 
     name: Literal["lookup"]
-    num_tables: int = Field(8, ge=1, le=26)
-    bits: int = Field(3, ge=1, le=6)
-    bijective: bool = True  # each table a permutation of the bit strings (as Dubois et al.)
-    num_examples: int = Field(10000, ge=16)
-    train_compositions: int = Field(4, ge=1, le=16)  # tables per training input: 1..this
-    # length generalisation: also evaluate on train_compositions+1 .. test_compositions tables
-    test_compositions: int | None = Field(9, ge=2, le=64)
-    reversed: bool = False  # the tables written in the order of t3(t2(t1(x))): "t3 t2 t1 000"
+    num_tables: int = Field(8, ge=1, le=26, description="Random tables to draw from.")
+    bits: int = Field(3, ge=1, le=6, description="Bits of the strings the tables map.")
+    bijective: bool = Field(
+        True,
+        description="Each table a permutation of the bit strings (as Dubois et al.'s).",
+    )
+    num_examples: int = Field(10000, ge=16, description=NUM_EXAMPLES)
+    train_compositions: int = Field(
+        4, ge=1, le=16, description="Tables per training input: 1 to this many."
+    )
+    test_compositions: int | None = Field(
+        9,
+        ge=2,
+        le=64,
+        description="Length generalisation: also test on `train_compositions` + 1 to this "
+        "many tables.",
+    )
+    reversed: bool = Field(
+        False,
+        description='The tables written in the order of t3(t2(t1(x))): "t3 t2 t1 000".',
+    )
 
     @model_validator(mode="after")
     def _more_test_compositions(self) -> LookupTask:

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from experiments import kinds, tasks
-from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection
+from experiments.data.sections import MAX_SEQUENCE_LENGTH, NUM_EXAMPLES, TaskSection
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
 from experiments.data.vocab import Vocab
@@ -19,11 +19,11 @@ class NeedleTask(TaskSection):
     """Random token sequences; one marked token carries the label."""
 
     name: Literal["needle"]
-    num_examples: int = Field(4000, ge=16)
-    num_classes: int = Field(4, ge=2, le=64)
-    num_fillers: int = Field(40, ge=2)
-    min_length: int = Field(10, ge=2)
-    max_length: int = Field(30, ge=2, le=MAX_SEQUENCE_LENGTH)
+    num_examples: int = Field(4000, ge=16, description=NUM_EXAMPLES)
+    num_classes: int = Field(4, ge=2, le=64, description="Classes: one needle token each.")
+    num_fillers: int = Field(40, ge=2, description="Filler tokens around the needle.")
+    min_length: int = Field(10, ge=2, description="The shortest sequence.")
+    max_length: int = Field(30, ge=2, le=MAX_SEQUENCE_LENGTH, description="The longest sequence.")
 
     def build(self) -> Task:
         """Random filler sequences with one needle token `N<c>` at a random position.

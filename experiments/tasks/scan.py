@@ -35,10 +35,16 @@ class ScanTask(TaskSection):
     """SCAN commands and their action sequences (Lake & Baroni 2018), length split."""
 
     name: Literal["scan"]
-    # training rows kept (after val and test are held out of the short commands); None: all
-    train_size: int | None = Field(None, ge=16)
-    # the first action count of each reported bucket of the longer commands
-    length_buckets: list[int] = Field(default_factory=lambda: [24, 29, 34])
+    train_size: int | None = Field(
+        None,
+        ge=16,
+        description="Training rows kept (after validation and test are held out of the "
+        "short commands); unset: all.",
+    )
+    length_buckets: list[int] = Field(
+        default_factory=lambda: [24, 29, 34],
+        description="The first action count of each reported bucket of the longer commands.",
+    )
 
     @field_validator("length_buckets")
     @classmethod

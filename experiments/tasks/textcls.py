@@ -148,19 +148,31 @@ class TextClsTask(TaskSection):
     """A CSV/JSONL file of `text,label` rows, or IMDB via `keras.datasets`."""
 
     name: Literal["textcls"]
-    path: str | None = None
-    source: Literal["file", "imdb"] = "file"
-    text_field: str = "text"
-    label_field: str = "label"
-    max_vocab: int = Field(20000, ge=10)
-    max_length: int = Field(200, ge=2, le=MAX_SEQUENCE_LENGTH)
-    lowercase: bool = True
-
-    # the longest row of the file, in characters (a longer one is refused after reading this
-    # many: a file without newlines costs no more)
-    max_row_chars: int = Field(1_000_000, ge=100)
-    # the most distinct labels (classes): past it the data is refused before training
-    max_labels: int = Field(1000, ge=2)
+    path: str | None = Field(
+        None, description="A .csv or .jsonl file of `text,label` rows (`source: file`)."
+    )
+    source: Literal["file", "imdb"] = Field(
+        "file", description="file: `path`; imdb: IMDB reviews through `keras.datasets`."
+    )
+    text_field: str = Field("text", description="The column or key of the texts.")
+    label_field: str = Field("label", description="The column or key of the labels.")
+    max_vocab: int = Field(20000, ge=10, description="Vocabulary size (the commonest words).")
+    max_length: int = Field(
+        200, ge=2, le=MAX_SEQUENCE_LENGTH, description="Tokens of a text fed to the model."
+    )
+    lowercase: bool = Field(True, description="Lower-case the texts before tokenizing.")
+    max_row_chars: int = Field(
+        1_000_000,
+        ge=100,
+        description="The longest row of the file, in characters: a longer one is refused "
+        "after reading this many.",
+    )
+    max_labels: int = Field(
+        1000,
+        ge=2,
+        description="The most distinct labels (classes): past it the file is refused "
+        "before training.",
+    )
 
     @field_validator("path")
     @classmethod

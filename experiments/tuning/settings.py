@@ -68,15 +68,40 @@ class TuneSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trials: int | None = Field(None, ge=1)
-    metric: str | None = None
-    direction: Literal["maximize", "minimize"] | None = None
-    sampler: Literal["tpe", "random", "grid"] = "tpe"
-    pruner: dict = Field(default_factory=lambda: {"name": "median"})
-    study: str | None = Field(None, min_length=1)
-    storage: str | None = None
-    register_as: str | None = Field(None, min_length=1)
-    space: dict[str, str] = Field(default_factory=dict)
+    trials: int | None = Field(
+        None, ge=1, description=f"The study's trials in all; unset: {DEFAULT_TRIALS}."
+    )
+    metric: str | None = Field(
+        None, description="The metric optimised; unset: the task's selection metric, on validation."
+    )
+    direction: Literal["maximize", "minimize"] | None = Field(
+        None, description="Unset: from the metric's name (losses, bits per char: minimize)."
+    )
+    sampler: Literal["tpe", "random", "grid"] = Field(
+        "tpe", description="Optuna's sampler that proposes the trials."
+    )
+    pruner: dict = Field(
+        default_factory=lambda: {"name": "median"},
+        description="`{name: median or none}` and the median pruner's options "
+        "(`n_startup_trials`, ...).",
+    )
+    study: str | None = Field(
+        None, min_length=1, description="The study's name; unset: `EXPERIMENT-CONFIGNAME`."
+    )
+    storage: str | None = Field(
+        None,
+        description="Optuna's storage: an RDB URL or `journal:PATH`; unset: a SQLite file "
+        "beside the local MLflow store (`mlruns/optuna.db`).",
+    )
+    register_as: str | None = Field(
+        None,
+        min_length=1,
+        description="The Model Registry name the best trial's model is registered under; "
+        "unset: the experiment's name.",
+    )
+    space: dict[str, str] = Field(
+        default_factory=dict, description="The search space: `KEY: SPEC` (`float:1e-4:1e-2:log`)."
+    )
 
     @field_validator("pruner", mode="before")
     @classmethod

@@ -30,9 +30,10 @@ class KerasAttentionGenerator:
         attention: the attention layer over the memory.
         head: a layer, or a list of layers applied in order, from
             `concatenate([h, context])` to the logits `(B, V)`.
-        source_vocab_size, target_vocab_size: by default the preprocessor's,
-            else the `input_dim` of the encoder's first `Embedding` and of
-            `target_embedding`.
+        source_vocab_size: by default the preprocessor's, else the
+            `input_dim` of the encoder's first `Embedding`.
+        target_vocab_size: by default the preprocessor's, else the
+            `input_dim` of `target_embedding`.
         preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor`:
             `generate` then takes and returns strings.
 

@@ -24,9 +24,11 @@ class Seq2SeqGenerator:
         decoder: the `AttentionDecoder` (trained, so built).
         head: a layer, or a list of layers applied in order, from the
             decoder's output to the logits `(B, V)`.
-        source_vocab_size, target_vocab_size: the vocabularies; by default
-            the preprocessor's, else the `input_dim` of the encoder's first
-            `Embedding` and of `target_embedding`.
+        source_vocab_size: the source vocabulary; by default the
+            preprocessor's, else the `input_dim` of the encoder's first
+            `Embedding`.
+        target_vocab_size: the target vocabulary; by default the
+            preprocessor's, else the `input_dim` of `target_embedding`.
         preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor` (the
             one your model was trained through): `generate` then takes and
             returns strings.
