@@ -29,34 +29,70 @@ class PairsTask(TaskSection):
     or from three files that are the training, validation and test splits."""
 
     name: Literal["pairs"]
-    # one file, split by source text (no source in two splits), deterministic from the seed
-    path: str | None = None
-    # or the splits as files of their own
-    train_path: str | None = None
-    val_path: str | None = None
-    test_path: str | None = None
-    # the columns (TSV/CSV header names, JSONL keys) or, in a TSV file without a header,
-    # their positions (0, 1)
-    source_field: str | int = "source"
-    target_field: str | int = "target"
-    # what a token is: a name of keras_attn_rnn.tokenizers (char, word, subword)
-    units: str = "subword"
-    # subword: SentencePiece's algorithm
-    subword_model: Literal["unigram", "bpe"] = "unigram"
-    # the vocabulary's size (subword: SentencePiece's target; char, word: the most kept)
-    vocabulary_size: int = Field(8000, ge=16)
-    # one tokenizer for both sides (needed by copy attention), or one each
-    shared_vocabulary: bool = True
-    lowercase: bool = False
-    # the longest source and target, in tokens; unset: the `length_percentile`-th
-    # percentile of the training split (longer examples are cut, and counted)
-    max_source_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
-    max_target_length: int | None = Field(None, ge=1, le=MAX_SEQUENCE_LENGTH)
-    length_percentile: float = Field(99.0, gt=0.0, le=100.0)
-    # the longest row of a file, in characters (a longer one is refused)
-    max_row_chars: int = Field(100_000, ge=16)
-    # sacrebleu's tokenisation for BLEU (13a; zh, ja-mecab, char, intl, ...)
-    bleu_tokenize: str = "13a"
+    path: str | None = Field(
+        None,
+        description="One .tsv, .csv or .jsonl file of pairs, split here by source text (no "
+        "source in two splits), deterministic from `task.seed`.",
+    )
+    train_path: str | None = Field(
+        None, description="Instead of `path`: the training split as a file of its own."
+    )
+    val_path: str | None = Field(None, description="With `train_path`: the validation split.")
+    test_path: str | None = Field(None, description="With `train_path`: the test split.")
+    source_field: str | int = Field(
+        "source",
+        description="The source column (a header name, a JSONL key) or, in a TSV file "
+        "without a header, its position (0).",
+    )
+    target_field: str | int = Field(
+        "target", description="The target column, as `source_field` (position 1)."
+    )
+    units: str = Field(
+        "subword",
+        description="What a token is: a name of `keras_attn_rnn.tokenizers` (`char`, `word`, "
+        "`subword`: SentencePiece, learnt on the training split).",
+    )
+    subword_model: Literal["unigram", "bpe"] = Field(
+        "unigram", description="Subword units: SentencePiece's algorithm."
+    )
+    vocabulary_size: int = Field(
+        8000,
+        ge=16,
+        description="The vocabulary's size (subword: SentencePiece's target, at least 300; "
+        "char, word: the most kept).",
+    )
+    shared_vocabulary: bool = Field(
+        True,
+        description="One tokenizer for both sides (copy attention needs it), or one each.",
+    )
+    lowercase: bool = Field(False, description="Lower-case both sides before tokenizing.")
+    max_source_length: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SEQUENCE_LENGTH,
+        description="The longest source, in tokens; unset: the training split's "
+        "`length_percentile`-th percentile. Longer sources are cut (and counted); the served "
+        "model cuts a request there too and says so.",
+    )
+    max_target_length: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SEQUENCE_LENGTH,
+        description="The longest target, in tokens, as `max_source_length`.",
+    )
+    length_percentile: float = Field(
+        99.0, gt=0.0, le=100.0, description="The percentile the default lengths come from."
+    )
+    max_row_chars: int = Field(
+        100_000,
+        ge=16,
+        description="The longest row of a file, in characters (a longer one is refused).",
+    )
+    bleu_tokenize: str = Field(
+        "13a",
+        description="sacrebleu's tokenisation for BLEU (`13a`; `zh`, `ja-mecab`, `char`, "
+        "`intl`, ...).",
+    )
 
     @field_validator("path", "train_path", "val_path", "test_path")
     @classmethod
