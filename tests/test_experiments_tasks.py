@@ -238,3 +238,40 @@ def test_length_generalisation_splits_are_longer_and_cover_every_length():
         a, b = map(int, question.split("+"))
         assert max(len(str(a)), len(str(b))) == longer.length[row]
         assert task.output_vocab.decode(longer.y[row]).strip() == str(a + b)
+
+
+@pytest.mark.parametrize("units, size", [("char", 60), ("word", 200), ("subword", 320)])
+def test_charlm_takes_words_and_subwords_and_prompts_from_your_text(tmp_path, units, size):
+    """`charlm` over your file in any unit, the vocabulary learnt on the training part; the
+    sample prompts are the first words of the validation part's lines, not built in."""
+    lines = [
+        f"line {i}: the {'red' if i % 2 else 'blue'} fox jumps over dog {i % 7}" for i in range(300)
+    ]
+    path = tmp_path / "text.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = validate(
+        {
+            "task": {
+                "name": "charlm",
+                "path": str(path),
+                "units": units,
+                "max_vocab": size,
+                "seq_length": 16,
+                "num_probes": 2,
+            }
+        }
+    )
+    task = build_task(cfg.task)
+    assert task.tokenizer.vocabulary_size <= size
+    starts = {" ".join(line.split()[:3]) + " ": i for i, line in enumerate(lines)}
+    assert len(task.prompts) == 2 and all(p in starts for p in task.prompts)
+    first_validation_line = 0.8 * len(lines)  # the text is split by position: train first
+    assert all(first_validation_line <= starts[p] < 0.92 * len(lines) for p in task.prompts)
+    assert task.train.x.shape[1] == 16
+    text = task.vocab.decode(task.train.x[0])
+    if units == "word":  # words decode joined by spaces
+        assert text.split() and set(text.split()) <= set(
+            " ".join(lines).replace(":", " : ").split()
+        )
+    else:  # characters and subword units decode to the text itself
+        assert text and text in path.read_text(encoding="utf-8")

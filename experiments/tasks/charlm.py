@@ -1,15 +1,15 @@
-"""`charlm`: a character language model over any text file."""
+"""`charlm`: a language model over any text file, of characters, words or subword units."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pydoc_data.topics import topics
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from experiments import kinds, tasks
+from experiments.data import units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split
 from experiments.data.task import Task
@@ -22,26 +22,51 @@ def default_corpus() -> str:
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
+# The words of a validation line a sample prompt takes.
+PROMPT_WORDS = 3
+
+
 @tasks.register
 class CharLMTask(TaskSection):
-    """Character language model over a text file (default: `pydoc_data.topics`)."""
+    """Language model over a text file (default: `pydoc_data.topics`): of characters by
+    default, or words or subword units (`task.units`)."""
 
     name: Literal["charlm"]
     path: str | None = Field(
         None, description="A UTF-8 text file; unset: Python's `pydoc_data.topics`."
     )
     max_chars: int = Field(200000, ge=100, description="The most characters read.")
+    units: str = Field(
+        "char",
+        description="What a token is: a name of `keras_attn_rnn.tokenizers` (`char`, `word`, "
+        "`subword`: SentencePiece), learnt on the training part of the text.",
+    )
     seq_length: int = Field(
-        64, ge=4, le=MAX_SEQUENCE_LENGTH, description="Characters in a training window."
+        64, ge=4, le=MAX_SEQUENCE_LENGTH, description="Tokens in a training window."
     )
     stride: int | None = Field(
-        None, ge=1, description="Characters between two windows' starts; unset: `seq_length`."
+        None, ge=1, description="Tokens between two windows' starts; unset: `seq_length`."
     )
     max_vocab: int = Field(
         96,
-        ge=4,
-        description="Vocabulary size, special tokens included: rarer characters are `<unk>`.",
+        ge=5,
+        description="Vocabulary size, special tokens included: rarer tokens are `<unk>` "
+        "(subword units: SentencePiece's target, at least 300).",
     )
+
+    @field_validator("units")
+    @classmethod
+    def _registered_units(cls, value: str) -> str:
+        return units.check_units(value)
+
+    @model_validator(mode="after")
+    def _room_for_subwords(self) -> CharLMTask:
+        if self.units == "subword" and self.max_vocab < units.SMALLEST_SUBWORD_VOCABULARY:
+            raise ValueError(
+                "task.max_vocab >= 300 with units: subword (256 byte pieces and the special "
+                f"tokens come first), got {self.max_vocab}"
+            )
+        return self
 
     @field_validator("path")
     @classmethod
@@ -49,10 +74,12 @@ class CharLMTask(TaskSection):
         return value if value is None else existing_file(value, "an existing text file")
 
     def build(self) -> Task:
-        """Windows of `seq_length + 1` characters; the model predicts each next one.
+        """Windows of `seq_length + 1` tokens; the model predicts each next one.
 
         The text is split by position (train, then val, then test) so that
-        neighbouring windows never straddle splits.
+        neighbouring windows never straddle splits; the tokenizer learns its
+        vocabulary on the training part alone. The sample prompts are the first
+        words of the validation part's lines: your text's, not built in.
         """
         text = (
             _read_text(self.path, self.max_chars, self.seq_length)
@@ -60,31 +87,27 @@ class CharLMTask(TaskSection):
             else default_corpus()
         )
         text = text[: self.max_chars]
-        counts = Counter(text)
-        chars = [c for c, _ in counts.most_common(self.max_vocab - 4)]
-        vocab = Vocab(sorted(chars))
-        tokenizer = vocab.tokenizer()  # each character a token; the rarest are <unk>
-        ids = np.array(tokenizer.encode(text), dtype="int32")
-        n_val = int(len(ids) * self.val_fraction)
-        n_test = int(len(ids) * self.test_fraction)
-        if n_test < 2:  # no target to score: the test split must be text of its own
-            raise ConfigError(
-                f"task.test_fraction: {self.test_fraction} of {len(ids)} characters leaves "
-                f"{n_test} for the test split; expected at least 2 (raise task.test_fraction "
-                "or task.max_chars)"
-            )
-        n_train = len(ids) - n_val - n_test
-        parts = {
-            "train": ids[:n_train],
-            "val": ids[n_train : n_train + n_val],
-            "test": ids[n_train + n_val :],
+        n_val = int(len(text) * self.val_fraction)
+        n_test = int(len(text) * self.test_fraction)
+        n_train = len(text) - n_val - n_test
+        texts = {
+            "train": text[:n_train],
+            "val": text[n_train : n_train + n_val],
+            "test": text[n_train + n_val :],
         }
+        tokenizer = units.tokenizer(self.units, self.max_vocab)
+        tokenizer.adapt([line for line in texts["train"].splitlines() if line.strip()])
+        parts = {name: np.array(tokenizer.encode(t), "int32") for name, t in texts.items()}
+        if len(parts["test"]) < 2:  # no target to score: the test split must be text of its own
+            raise ConfigError(
+                f"task.test_fraction: {self.test_fraction} of {len(text)} characters leaves "
+                f"{len(parts['test'])} token(s) for the test split; expected at least 2 (raise "
+                "task.test_fraction or task.max_chars)"
+            )
+        vocab = Vocab(tokenizer=tokenizer)
         stride = self.stride or self.seq_length
         splits = {name: _windows(part, self.seq_length, stride) for name, part in parts.items()}
         probes = splits["test"].take(slice(0, self.num_probes))
-        rng = np.random.default_rng(self.seed)
-        starts = rng.integers(0, max(1, n_train - 32), size=self.num_probes)
-        prompts = [text[s : s + 16] for s in starts]
         return Task(
             self.name,
             kinds.get("lm"),
@@ -93,9 +116,20 @@ class CharLMTask(TaskSection):
             splits["val"],
             splits["test"],
             probes,
-            prompts=prompts,
+            prompts=_prompts(texts["val"], self.num_probes),
             tokenizer=tokenizer,
         )
+
+
+def _prompts(text: str, count: int) -> list[str]:
+    """The first `PROMPT_WORDS` words of the first `count` whole lines of `text` that have a
+    word, each ending in a space (the model continues the line)."""
+    prompts = []
+    for line in text.splitlines()[1:]:  # the first line is cut where the part begins
+        words = line.split()
+        if words and len(prompts) < count:
+            prompts.append(" ".join(words[:PROMPT_WORDS]) + " ")
+    return prompts
 
 
 def _windows(ids: np.ndarray, length: int, stride: int) -> Split:

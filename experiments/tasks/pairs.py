@@ -11,16 +11,12 @@ from pydantic import Field, field_validator, model_validator
 from sacrebleu.metrics import BLEU
 
 from experiments import kinds, tasks
-from experiments.data import records
+from experiments.data import records, units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split, make_splits, pad
 from experiments.data.task import Task
 from experiments.data.vocab import END, START, Vocab
 from experiments.errors import ConfigError
-from keras_attn_rnn import tokenizers
-
-# Words and single punctuation marks (`units: word`).
-WORD_PATTERN = r"\w+|[^\w\s]"
 
 
 @tasks.register
@@ -109,8 +105,7 @@ class PairsTask(TaskSection):
     @field_validator("units")
     @classmethod
     def _registered_units(cls, value: str) -> str:
-        tokenizers.REGISTRY.check_name(value, "units")
-        return value
+        return units.check_units(value)
 
     @field_validator("bleu_tokenize")
     @classmethod
@@ -133,7 +128,7 @@ class PairsTask(TaskSection):
             raise ValueError("task.source_field and task.target_field both names or both positions")
         if self.source_field == self.target_field:
             raise ValueError(f"two different fields, got {self.source_field!r} twice")
-        if self.units == "subword" and self.vocabulary_size < 300:
+        if self.units == "subword" and self.vocabulary_size < units.SMALLEST_SUBWORD_VOCABULARY:
             raise ValueError(
                 "task.vocabulary_size >= 300 with units: subword (256 byte pieces and the "
                 f"special tokens come first), got {self.vocabulary_size}"
@@ -230,17 +225,7 @@ class PairsTask(TaskSection):
         return source, target
 
     def _tokenizer(self):
-        if self.units == "subword":
-            return tokenizers.get(
-                "subword",
-                vocabulary_size=self.vocabulary_size,
-                model_type=self.subword_model,
-                lowercase=self.lowercase,
-            )
-        options = {"lowercase": self.lowercase, "max_vocabulary": self.vocabulary_size}
-        if self.units == "word":
-            options["pattern"] = WORD_PATTERN
-        return tokenizers.get(self.units, **options)
+        return units.tokenizer(self.units, self.vocabulary_size, self.lowercase, self.subword_model)
 
 
 def _percentile_length(tokenizer, texts, percentile: float) -> int:

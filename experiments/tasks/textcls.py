@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from experiments import kinds, tasks
 from experiments.bounded_input import RecordLines
+from experiments.data import units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
@@ -25,7 +26,7 @@ from experiments.errors import ConfigError, shown
 from keras_attn_rnn.tokenizers import VocabularyTokenizer
 
 # Words and single punctuation marks.
-TOKEN_PATTERN = r"\w+|[^\w\s]"
+TOKEN_PATTERN = units.WORD_PATTERN
 
 # The longest label: a class name (a longer value is another column, or text).
 MAX_LABEL_CHARS = 200

@@ -1,0 +1,33 @@
+"""What a token is in a task that reads your text: the one place a task's `units` becomes a
+tokenizer of `keras_attn_rnn.tokenizers` (`char`, `word`, `subword`)."""
+
+from __future__ import annotations
+
+from keras_attn_rnn import tokenizers
+
+# Words and single punctuation marks (`units: word`, and `textcls`).
+WORD_PATTERN = r"\w+|[^\w\s]"
+# With byte fallback SentencePiece needs room for 256 byte pieces and the special tokens.
+SMALLEST_SUBWORD_VOCABULARY = 300
+
+
+def check_units(value: str) -> str:
+    """A task section's `units` validator: a registered tokenizer name."""
+    tokenizers.REGISTRY.check_name(value, "units")
+    return value
+
+
+def tokenizer(units: str, vocabulary_size: int, lowercase: bool = False, subword_model="unigram"):
+    """An unadapted tokenizer of `units` with at most `vocabulary_size` tokens (subword:
+    SentencePiece's target): `adapt` it on the training split."""
+    if units == "subword":
+        return tokenizers.get(
+            "subword",
+            vocabulary_size=vocabulary_size,
+            model_type=subword_model,
+            lowercase=lowercase,
+        )
+    options = {"lowercase": lowercase, "max_vocabulary": vocabulary_size}
+    if units == "word":
+        options["pattern"] = WORD_PATTERN
+    return tokenizers.get(units, **options)
