@@ -123,12 +123,15 @@ class CharLMTask(TaskSection):
 
 def _prompts(text: str, count: int) -> list[str]:
     """The first `PROMPT_WORDS` words of the first `count` whole lines of `text` that have a
-    word, each ending in a space (the model continues the line)."""
+    word, each ending in a space (the model continues the line); a text without a whole
+    line gives its own first words."""
     prompts = []
     for line in text.splitlines()[1:]:  # the first line is cut where the part begins
         words = line.split()
         if words and len(prompts) < count:
             prompts.append(" ".join(words[:PROMPT_WORDS]) + " ")
+    if not prompts and text.split():  # no whole line: the part's own first words
+        prompts.append(" ".join(text.split()[:PROMPT_WORDS]) + " ")
     return prompts
 
 

@@ -28,14 +28,18 @@ from keras_attn_rnn.tokenizers import VocabularyTokenizer
 # Words and single punctuation marks.
 TOKEN_PATTERN = units.WORD_PATTERN
 
+# Tokens of an IMDB review fed to the model, without task.max_length.
+IMDB_LENGTH = 200
+
 # The longest label: a class name (a longer value is another column, or text).
 MAX_LABEL_CHARS = 200
 
 
 def tokenizer(cfg, vocab: Vocab | None = None) -> VocabularyTokenizer:
     """How `build` turns a text into ids (`Task.tokenizer`): its words and single punctuation
-    marks (lower-cased with `cfg.lowercase`), the first `cfg.max_length` of them, never none;
-    over `vocab` (without one, every token is `<unk>`: the rules alone)."""
+    marks (lower-cased with `cfg.lowercase`), never none; over `vocab` (without one, every
+    token is `<unk>`: the rules alone). Where a text is cut is the task's
+    `max_input_tokens` (the served model cuts there too, and says so)."""
     tokens = SPECIALS if vocab is None else vocab.tokens
     return VocabularyTokenizer(
         tokens,
@@ -43,7 +47,6 @@ def tokenizer(cfg, vocab: Vocab | None = None) -> VocabularyTokenizer:
         split="regex",
         pattern=TOKEN_PATTERN,
         lowercase=cfg.lowercase,
-        max_tokens=cfg.max_length,
         empty_as_unknown=True,
     )
 
@@ -158,8 +161,16 @@ class TextClsTask(TaskSection):
     text_field: str = Field("text", description="The column or key of the texts.")
     label_field: str = Field("label", description="The column or key of the labels.")
     max_vocab: int = Field(20000, ge=10, description="Vocabulary size (the commonest words).")
-    max_length: int = Field(
-        200, ge=2, le=MAX_SEQUENCE_LENGTH, description="Tokens of a text fed to the model."
+    max_length: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_SEQUENCE_LENGTH,
+        description="Tokens of a text fed to the model (longer texts are cut, and counted: "
+        "`truncated_texts`); unset: the `length_percentile`-th percentile of the file's texts "
+        "(IMDB: 200).",
+    )
+    length_percentile: float = Field(
+        99.0, gt=0.0, le=100.0, description="The percentile the default length comes from."
     )
     lowercase: bool = Field(True, description="Lower-case the texts before tokenizing.")
     max_row_chars: int = Field(
@@ -212,12 +223,14 @@ class TextClsTask(TaskSection):
                 f"{self.max_labels} (raise it to train on them all, or check task.label_field)"
             )
         rules = tokenizer(self)
-        tokens = [rules.tokenize(text) for text, _ in rows]
+        whole = [rules.tokenize(text) for text, _ in rows]
+        length = self.max_length or _percentile(whole, self.length_percentile)
+        tokens = [t[:length] for t in whole]
         keys = [tuple(t) for t in tokens]
         if len(set(keys)) < 4:
             raise ConfigError(
                 f"task.path: {self.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
-                f"rows, compared by their first {self.max_length} tokens); expected at least 4, "
+                f"rows, compared by their first {length} tokens); expected at least 4, "
                 "for training, validation and test splits of their own"
             )
         index = {label: i for i, label in enumerate(class_names)}
@@ -232,7 +245,7 @@ class TextClsTask(TaskSection):
         )
         words = rules.replace(vocabulary=vocab.tokens)
         # `words.encode` of each text
-        x = pad([words.token_ids(t) for t in tokens], self.max_length)
+        x = pad([words.token_ids(t) for t in tokens], length)
         encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
         return Task(
             self.name,
@@ -242,7 +255,19 @@ class TextClsTask(TaskSection):
             class_names=class_names,
             tokenizer=words,
             duplicate_rows=duplicate_count(keys),
+            data_counts={
+                "truncated_texts": sum(len(t) > length for t in whole),
+                "max_length": int(length),
+            },
+            max_input_tokens=int(length),
         )
+
+
+def _percentile(tokens: list[list[str]], percentile: float) -> int:
+    """The `percentile`-th percentile of the texts' token counts, in [2, MAX_SEQUENCE_LENGTH]
+    (a text of no token is one `<unk>`)."""
+    value = int(np.ceil(np.percentile([max(1, len(t)) for t in tokens], percentile)))
+    return min(max(2, value), MAX_SEQUENCE_LENGTH)
 
 
 def _imdb(cfg) -> Task:
@@ -263,7 +288,8 @@ def _imdb(cfg) -> Task:
     except Exception:  # noqa: BLE001 - names are cosmetic
         words = {}
     vocab = Vocab([words.get(i, f"w{i}") for i in range(4, cfg.max_vocab)], joiner=" ")
-    x = pad(list(x_train) + list(x_test), cfg.max_length)
+    length = cfg.max_length or IMDB_LENGTH
+    x = pad(list(x_train) + list(x_test), length)
     y = np.concatenate([y_train, y_test]).astype("int32")
     data = Split(x, y)
     rng = np.random.default_rng(cfg.seed)
@@ -278,5 +304,6 @@ def _imdb(cfg) -> Task:
         probes,
         class_names=["neg", "pos"],
         tokenizer=tokenizer(cfg, vocab),
+        max_input_tokens=length,
         duplicate_rows=duplicate_count(row_keys(x)),
     )

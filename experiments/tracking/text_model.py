@@ -96,16 +96,28 @@ class TextCodec:
             )
         self.input = card_tokenizer(card["input"])
         self.output = card_tokenizer(card.get("output") or card["input"])
+        self.max_input_tokens = card.get("max_input_tokens")
         self.end_id = card.get("end_id")
 
     def encode(self, text: str) -> list[int]:
-        """Input ids of `text` (`Tokenizer.encode`)."""
-        return self.input.encode(text)
+        """The input ids the model is fed for `text` (`Tokenizer.encode`, cut as `cut`)."""
+        return self.cut(self.input.encode(text))[0]
 
-    def encode_extended(self, text: str, max_oov: int) -> Extended:
+    def cut(self, ids: list[int]) -> tuple[list[int], bool]:
+        """`ids` cut at the card's `max_input_tokens` (where the runner cut its inputs in
+        training), and whether they were."""
+        limit = self.max_input_tokens
+        if limit is None or len(ids) <= limit:
+            return ids, False
+        return ids[:limit], True
+
+    def encode_extended(self, text: str, max_oov: int) -> tuple[Extended, bool]:
         """`text` for a copy-attention model: its ids, extended ids and unknown words
-        (`Tokenizer.encode_extended`; past `max_oov` of them, unknown words stay `<unk>`)."""
-        return self.input.encode_extended(text, max_oov)
+        (`Tokenizer.encode_extended`; past `max_oov` of them, unknown words stay `<unk>`),
+        cut as `cut`, and whether it was."""
+        encoded = self.input.encode_extended(text, max_oov)
+        ids, truncated = self.cut(encoded.ids)
+        return Extended(ids, encoded.extended[: len(ids)], encoded.oov), truncated
 
     def input_labels(self, ids, oov=()) -> list[str]:
         return [self.input.label(i, oov) for i in ids]
@@ -216,11 +228,16 @@ class TextModel(mlflow.pyfunc.PythonModel):
         self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
-        # a model of Keras's own layers (the runner's plain-Keras peer) decodes through the
-        # library's generator for it, built from its layers by name
-        self.steps = self.model
-        if self.card.get("peer") and not hasattr(self.model, "init_cache"):
-            self.steps = KerasAttentionGenerator.from_model(self.model)
+
+    @property
+    def steps(self):
+        """What generation drives: the model, or for a model of Keras's own layers (the
+        runner's plain-Keras peer) the library's generator for it, from its layers by name."""
+        if not self.card.get("peer") or hasattr(self.model, "init_cache"):
+            return self.model
+        if self.__dict__.get("_peer_steps") is None:
+            self._peer_steps = KerasAttentionGenerator.from_model(self.model)
+        return self._peer_steps
 
     # `model_input` is a list, a Series, an array or a DataFrame; the hint is pandas' because
     # with it MLflow neither warns about hints nor coerces the input: `texts_of` checks it.
@@ -228,11 +245,11 @@ class TextModel(mlflow.pyfunc.PythonModel):
         texts = texts_of(model_input)
         if copies(self.card):
             max_oov = int(self.card["copy"]["max_oov"])
-            encoded = [self.codec.encode_extended(text, max_oov) for text in texts]
-            encoded, truncated = self.cut_extended(encoded)
+            encoded, truncated = zip(*(self.codec.encode_extended(t, max_oov) for t in texts))
             records = self.generate([e.ids for e in encoded], self.options(params), encoded)
         else:
-            ids, truncated = self.cut([self.codec.encode(text) for text in texts])
+            ids, truncated = zip(*(self.codec.cut(self.codec.input.encode(t)) for t in texts))
+            ids = list(ids)
             if classifies(self.card):
                 records = self.classify(ids)
             else:
@@ -241,22 +258,6 @@ class TextModel(mlflow.pyfunc.PythonModel):
             for record, cut in zip(records, truncated):
                 record["truncated"] = cut
         return records
-
-    def cut(self, ids: list[list[int]]) -> tuple[list[list[int]], list[bool]]:
-        """Each input's ids cut at the card's `max_input_tokens`, as the runner cut its
-        inputs in training, and whether it was."""
-        limit = self.card.get("max_input_tokens")
-        if limit is None:
-            return ids, [False] * len(ids)
-        return [row[:limit] for row in ids], [len(row) > limit for row in ids]
-
-    def cut_extended(self, encoded: list[Extended]) -> tuple[list[Extended], list[bool]]:
-        """`cut` for copy attention's extended encodings (ids and extended ids alike)."""
-        limit = self.card.get("max_input_tokens")
-        if limit is None:
-            return encoded, [False] * len(encoded)
-        cut = [Extended(e.ids[:limit], e.extended[:limit], e.oov) for e in encoded]
-        return cut, [len(e.ids) > limit for e in encoded]
 
     def options(self, params: dict | None) -> dict:
         """The generation options: the card's defaults updated with `params`."""
