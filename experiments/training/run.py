@@ -251,13 +251,13 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
             "all copies of an input are in one split, so no validation or test input "
             "is a training input"
         )
-    for side in ("sources", "targets"):
-        cut = task.data_counts.get(f"truncated_{side}", 0)
-        if cut:
-            limit = task.data_counts.get(f"max_{side[:-1]}_length")
+    for key, cut in task.data_counts.items():  # truncated_sources, truncated_texts, ...
+        if key.startswith("truncated_") and cut:
+            what = key.removeprefix("truncated_")
+            length = "max_length" if what == "texts" else f"max_{what[:-1]}_length"
             print(
-                f"{task.name}: {cut} {side} are longer than {limit} tokens and were cut there "
-                f"(task.max_{side[:-1]}_length sets it)"
+                f"{task.name}: {cut} {what} are longer than {task.data_counts.get(length)} "
+                f"tokens and were cut there (task.{length} sets it)"
             )
 
 
