@@ -13,7 +13,8 @@ language `--lang` (default `fr`) are read with a small reader of the documented 
 
 Kept: messages with one form (no plurals, no context), a translation that differs from the
 source, both sides on one line (newlines and runs of whitespace collapsed) of at most
-`--max-chars` characters, the first translation of each source, in a fixed order. The output
+`--max-chars` characters, the first translation of each source, in a fixed order (with
+`--max-pairs N`, N of them drawn with `--seed`). The output
 is a two-column TSV with the header `source<TAB>target` (UTF-8, no quoting: no kept text
 holds a tab or a newline), sorted by source: the same packages give the same file. Licences are the packages' own (Django and Sphinx: BSD; GNU
 programs: GPL): the project ships the BSD sample only (`experiments/configs/data/`).
@@ -22,6 +23,7 @@ programs: GPL): the project ships the BSD sample only (`experiments/configs/data
 from __future__ import annotations
 
 import argparse
+import random
 import struct
 import subprocess
 import sys
@@ -104,6 +106,10 @@ def main(argv=None) -> int:
     parser.add_argument("--folder", nargs="*", type=Path, default=[], help="folders to read")
     parser.add_argument("--lang", default="fr")
     parser.add_argument("--max-chars", type=int, default=200)
+    parser.add_argument(
+        "--max-pairs", type=int, default=None, help="keep this many, drawn with --seed"
+    )
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     corpus: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -119,14 +125,17 @@ def main(argv=None) -> int:
                 for source, target in found.items():
                     corpus.setdefault(source, target)
                 print(f"{path.relative_to(folder)}: {len(found)} pairs", file=sys.stderr)
+    kept = sorted(corpus)
+    if args.max_pairs is not None and args.max_pairs < len(kept):
+        kept = sorted(random.Random(args.seed).sample(kept, args.max_pairs))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8", newline="") as handle:
         # plain TSV, no quoting: a kept text holds no tab and no newline (whitespace collapsed)
         handle.write("source\ttarget\n")
-        for source in sorted(corpus):
+        for source in kept:
             handle.write(f"{source}\t{corpus[source]}\n")
-    print(f"{args.out}: {len(corpus)} pairs", file=sys.stderr)
-    return 0 if corpus else 1
+    print(f"{args.out}: {len(kept)} pairs", file=sys.stderr)
+    return 0 if kept else 1
 
 
 if __name__ == "__main__":
