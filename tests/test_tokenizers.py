@@ -155,3 +155,10 @@ def test_word_vocabulary_is_by_frequency_and_bounded():
 def test_bad_arguments_are_refused_naming_them(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_a_vocabulary_too_small_for_the_text_is_a_clear_error():
+    texts = ["".join(chr(0x4E00 + (i * 7 + j) % 900) for j in range(20)) for i in range(200)]
+    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=300, byte_fallback=True)
+    with pytest.raises(ValueError, match=r"could not learn 300 units.*raise vocabulary_size"):
+        tokenizer.adapt(texts)

@@ -21,6 +21,7 @@ GOALS = {
     "generation_cache_speedup": ">=10",
     "beam4_cost": "<=5",
     "tracking_overhead": "<=1.05",
+    "tokenizer_training": "<=1.0",  # seconds over the 30 s budget
 }
 
 

@@ -21,6 +21,7 @@ PROFILES = {
             batch=8, tokens=256, prompt_len=8, units=256, embedding_dim=64, vocab=1000
         ),
         "tracking": dict(config="demo", set=[]),
+        "tokenizer": dict(pairs=100_000, vocabulary_size=8000),
         "repeats": dict(
             fast=30,
             step=10,
@@ -39,6 +40,7 @@ PROFILES = {
         "decoder": dict(batch=16, source_len=20, target_len=10, units=64, vocab=200),
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
         "tracking": dict(config="needle", set=["task.num_examples=1000"]),
+        "tokenizer": dict(pairs=20_000, vocabulary_size=4000),
         "repeats": dict(
             fast=8,
             step=5,
@@ -68,6 +70,7 @@ PROFILES = {
                 "train.run_eagerly=true",  # no tracing: the test checks the schema only
             ],
         ),
+        "tokenizer": dict(pairs=400, vocabulary_size=600),
         "repeats": dict(
             fast=2,
             step=2,

@@ -152,6 +152,18 @@ class SentencePieceTokenizer(Tokenizer):
         if self.lowercase:
             texts = [text.lower() for text in texts]
         model = io.BytesIO()
+        try:
+            self._train(texts, model)
+        except RuntimeError as err:  # SentencePiece's own checks, e.g. a vocabulary too small
+            raise ValueError(
+                f"SentencePiece could not learn {self.vocabulary_size_target} units from these "
+                f"{len(texts)} texts ({str(err).strip()[:300]}); a vocabulary must hold every "
+                "character of the text, the byte pieces and the special tokens: raise "
+                f"vocabulary_size. Received: vocabulary_size={self.vocabulary_size_target}"
+            ) from None
+        self.set_proto(model.getvalue())
+
+    def _train(self, texts, model):
         _sentencepiece().SentencePieceTrainer.train(
             sentence_iterator=iter(texts),
             model_writer=model,
@@ -175,7 +187,6 @@ class SentencePieceTokenizer(Tokenizer):
             num_threads=2,
             minloglevel=2,
         )
-        self.set_proto(model.getvalue())
 
     def tokenize(self, text):
         self.check_adapted()

@@ -8,7 +8,7 @@ anything it measured on the side; one that cannot run here raises
 
 from __future__ import annotations
 
-from experiments.bench.cases import decoder, generation, layers, tracking
+from experiments.bench.cases import decoder, generation, layers, text, tracking
 
 BENCHMARKS = {
     "pooling_overhead": layers.pooling_overhead,
@@ -23,4 +23,5 @@ BENCHMARKS = {
     "generation_cache_speedup": generation.generation_cache_speedup,
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,
+    "tokenizer_training": text.tokenizer_training,
 }
