@@ -119,6 +119,8 @@ def _log_figures(study, tracker) -> None:
     ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # too few trials, or trials that tie: the importances are equal, as drawn
+            warnings.filterwarnings("ignore", ".*Parameter importances will be equal")
             try:
                 axes = draw(study)
             except (ValueError, RuntimeError) as err:  # e.g. importances of one trial
