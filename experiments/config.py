@@ -146,6 +146,9 @@ class TrainConfig(Section):
     alignment_loss_weight: float = Field(0.0, ge=0.0)
     coverage_loss_weight: float = Field(0.0, ge=0.0)
     checkpoint_dir: str | None = None
+    # false: a run that finishes deletes its checkpoint folder (a killed or failed run keeps
+    # it for `resume`); true: it is kept (`prune` deletes finished runs' folders later)
+    keep_checkpoints: bool = False
     verbose: Literal[0, 1, 2] = 2
 
     @field_validator("optimizer")

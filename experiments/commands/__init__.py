@@ -25,6 +25,7 @@ from experiments.commands import (
     bench,
     export,
     listing,
+    prune,
     resume,
     run,
     serve,
@@ -34,7 +35,7 @@ from experiments.commands import (
     ui,
 )
 
-COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export)
+COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export, prune)
 
 
 def build_parser() -> argparse.ArgumentParser:
