@@ -21,9 +21,9 @@ def add_config_arguments(parser, about: str) -> None:
     )
 
 
-def report(run_id: str, result: bool = True) -> None:
-    """The run's result block (`result`: read back from the store), where it went and how to
-    look at it (its page in the UI)."""
+def report(run_id: str, result: bool = True, label: str = "run id") -> None:
+    """The run's result block (`result`: read back from the store), where it went (`label`:
+    its id) and how to look at it (its page in the UI)."""
     from experiments.tracking import results, store
 
     uri = store.tracking_uri()
@@ -32,7 +32,7 @@ def report(run_id: str, result: bool = True) -> None:
         print(f"result: {uri} did not answer within {results.READ_SECONDS} s; see the run there")
     elif result:
         print("\n".join(results.run_block(found)))
-    print(f"run id: {run_id}")
+    print(f"{label}: {run_id}")
     print(f"tracking store: {uri}")
     route = f"experiments/{found.info.experiment_id}/runs/{run_id}" if found else ""
     if urlparse(uri).scheme in ("http", "https"):  # the server's own UI

@@ -27,5 +27,5 @@ def handle(args) -> int:
     outcome = sweep.run_sweep(path, args.grid, args.overrides)
     print("sweep results (test split, whole; comparison.csv on the parent run):")
     print("\n".join("  " + line for line in results.test_table(outcome.rows, "point")))
-    common.report(outcome.parent_run_id, result=False)
+    common.report(outcome.parent_run_id, result=False, label="parent run id")
     return 0

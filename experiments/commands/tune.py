@@ -123,7 +123,7 @@ def handle(args) -> int:
     if best is not None:
         print(f"best trial: {best.number}  {plan.metric}={best.value:.4g}  {best.params}")
     print(_champion_line(plan.register_as, outcome, best))
-    common.report(outcome.parent_run_id, result=False)
+    common.report(outcome.parent_run_id, result=False, label="parent run id")
     return 0
 
 
