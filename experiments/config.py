@@ -228,6 +228,12 @@ class TrainConfig(Section):
     checkpoint_dir: str | None = Field(
         None, description="Where run checkpoints go; unset: beside a local store."
     )
+    keep_checkpoints: bool = Field(
+        False,
+        description="false: a run that finishes deletes its checkpoint folder (a killed or "
+        "failed run keeps it for `resume`); true: it is kept (`prune` deletes finished runs' "
+        "folders later).",
+    )
     verbose: Literal[0, 1, 2] = Field(2, description="Keras' `fit` verbosity.")
 
     @field_validator("optimizer")

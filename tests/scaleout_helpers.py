@@ -64,6 +64,21 @@ def cli(args: list[str], env: dict, cwd: Path, deterministic: bool = False, **po
     )
 
 
+def cli_done(args: list[str], env: dict, cwd: Path, timeout: float = 600):
+    """Run `python -m experiments ARGS` to its end, which must be exit code 0; return the
+    finished process (its `stdout` and `stderr` apart)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done
+
+
 class MlflowServer:
     """`mlflow server` with the artifact proxy on a free 127.0.0.1 port, its backend store
     `backend` (default: SQLite in `folder`; PostgreSQL in tests/test_scaleout_tune.py).

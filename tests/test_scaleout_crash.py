@@ -40,6 +40,7 @@ def _config(folder: Path, checkpoints: Path) -> Path:
             "run_eagerly": True,
             "seed": 11,
             "checkpoint_dir": str(checkpoints),
+            "keep_checkpoints": True,  # the finished runs' weights are compared
         },
         tracking={"log_model": False, "heatmap_every": 100},
     )

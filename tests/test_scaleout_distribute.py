@@ -71,7 +71,9 @@ def test_multi_worker_two_processes_log_one_run(tmp_path):
         tmp_path,
         NEEDLE,
         model=MODEL,
-        train={**TRAIN, "distribute": "multi_worker", "checkpoint_dir": str(checkpoints)},
+        # kept, to show whose they are
+        train={**TRAIN, "distribute": "multi_worker", "checkpoint_dir": str(checkpoints)}
+        | {"keep_checkpoints": True},
         tracking=TRACKING,
     )
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}

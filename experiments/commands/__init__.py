@@ -11,7 +11,8 @@ SIGTERM while the command winds down is ignored), and `main` returns 143.
 `--help`, `list` and argument errors are instant: command modules import only light
 modules at the top, and each handler imports the runner parts it needs (TensorFlow,
 MLflow) when it runs. While a command runs, TensorFlow's C++ log lines are kept off
-stderr (`native_logs`).
+stderr (`native_logs`), and so are the Python log lines of MLflow and TensorFlow a user
+cannot act on (`library_logs`: progress bars, system-metrics INFO, spurious retracing).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments import errors, interrupts, native_logs
+from experiments import errors, interrupts, library_logs, native_logs
 from experiments.commands import (
     bench,
     export,
     listing,
+    prune,
     resume,
     run,
     serve,
@@ -33,7 +35,7 @@ from experiments.commands import (
     ui,
 )
 
-COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export)
+COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export, prune)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 for bad input, before anything is created)."""
     args = build_parser().parse_args(argv)
     try:
-        with native_logs.filtered_stderr(), interrupts.sigterm_as_interrupt():
+        with (
+            native_logs.filtered_stderr(),
+            library_logs.quiet(),
+            interrupts.sigterm_as_interrupt(),
+        ):
             return args.handler(args) or 0
     except tuple(errors.EXITS) as err:
         exit_ = errors.exit_for(err)

@@ -1,6 +1,11 @@
-"""What several commands share: the `CONFIG [--set ...]` arguments and the run report."""
+"""What several commands share: the `CONFIG [--set ...]` arguments and the report at the end
+(a run's result block, where the run went and how to look at it)."""
 
 from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from experiments.commands.ui import MODEL_TRAINING_VIEW, ui_url
 
 
 def add_config_arguments(parser, about: str) -> None:
@@ -16,10 +21,22 @@ def add_config_arguments(parser, about: str) -> None:
     )
 
 
-def report(run_id: str) -> None:
-    """Where the run went, and how to look at it."""
-    from experiments.tracking import store
+def report(run_id: str, result: bool = True, label: str = "run id") -> None:
+    """The run's result block (`result`: read back from the store), where it went (`label`:
+    its id) and how to look at it (its page in the UI)."""
+    from experiments.tracking import results, store
 
-    print(f"run id: {run_id}")
-    print(f"tracking store: {store.tracking_uri()}")
-    print("review it with: make ui   (or: python -m experiments ui)")
+    uri = store.tracking_uri()
+    found = results.read_back(run_id)
+    if found is None:
+        print(f"result: {uri} did not answer within {results.READ_SECONDS} s; see the run there")
+    elif result:
+        print("\n".join(results.run_block(found)))
+    print(f"{label}: {run_id}")
+    print(f"tracking store: {uri}")
+    route = f"experiments/{found.info.experiment_id}/runs/{run_id}" if found else ""
+    if urlparse(uri).scheme in ("http", "https"):  # the server's own UI
+        print(f"review it at: {uri.rstrip('/')}/#/{route}{MODEL_TRAINING_VIEW}")
+    else:
+        print("review it with: make ui   (or: python -m experiments ui)")
+        print(f"  its page there: {ui_url('127.0.0.1', 5000, route)}")

@@ -12,12 +12,10 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 from experiments import errors
-from experiments.commands.ui import LOCAL_HOSTS, reachable_host, run_in_group
+from experiments.commands.ui import LOCAL_HOSTS, reachable_host, run_in_group, wait_until_up
 
 # What each --model serves: the tag holding its URI, and an example request.
 MODELS = {
@@ -119,7 +117,7 @@ def handle(args) -> int:
     _, example = MODELS[args.model]
 
     def announce_when_up(child: subprocess.Popen) -> None:
-        _wait_until_up(child, f"{base}/ping", args.timeout)
+        wait_until_up(child, f"{base}/ping", args.timeout, "mlflow models serve")
         print(f"serving {uri} at {base}/invocations (Ctrl+C to stop)")
         print(
             f"curl -s {base}/invocations -H 'Content-Type: application/json' "
@@ -128,22 +126,3 @@ def handle(args) -> int:
         )
 
     return run_in_group(command, serve_env(store.tracking_uri()), announce_when_up)
-
-
-def _wait_until_up(child: subprocess.Popen, ping: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if child.poll() is not None:
-            raise errors.ServerFailed(
-                f"mlflow models serve exited with {child.returncode} before answering "
-                f"{ping} (its output is above)"
-            )
-        try:
-            with urllib.request.urlopen(ping, timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise errors.ServerFailed(f"the server did not answer {ping} within {timeout:.0f} s")
-        time.sleep(0.5)

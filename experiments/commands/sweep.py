@@ -20,8 +20,12 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    from experiments.tracking import results
     from experiments.training import sweep
 
     path = ready_configs.resolve(args.config)
-    common.report(sweep.run_sweep(path, args.grid, args.overrides))
+    outcome = sweep.run_sweep(path, args.grid, args.overrides)
+    print("sweep results (test split, whole; comparison.csv on the parent run):")
+    print("\n".join("  " + line for line in results.test_table(outcome.rows, "point")))
+    common.report(outcome.parent_run_id, result=False, label="parent run id")
     return 0

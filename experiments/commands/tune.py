@@ -1,5 +1,6 @@
 """`tune CONFIG --space KEY=SPEC ... [--trials N] [--workers K] [--storage URL]`: an Optuna
-study, one nested MLflow run per trial, the best model registered as `champion`."""
+study, one nested MLflow run per trial, the best model registered (as the `champion` when it
+beats the model that is), a table of the trials at the end."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def add_parser(subparsers) -> None:
         "--storage",
         metavar="URL",
         help="Optuna storage shared by the workers: sqlite:///PATH, postgresql://..., "
-        "journal:PATH (default: mlruns/optuna.db)",
+        "journal:PATH (default: optuna.db beside the MLflow store, in the folder of its "
+        "sqlite:/// file: mlruns/optuna.db for the project's store; in mlruns/ with a "
+        "tracking server)",
     )
     parser.add_argument(
         "--study", help="study name (default: EXPERIMENT-CONFIGNAME); reused = resumed"
@@ -56,6 +59,8 @@ def add_parser(subparsers) -> None:
         help="trial heartbeat; a trial silent for 3 beats is failed and retried (default 30)",
     )
     parser.add_argument("--seed", type=int, help="sampler seed (default: random)")
+    # Set on the K-1 processes `--workers K` starts: the command that started them reports.
+    parser.add_argument("--helper", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(handler=handle)
 
 
@@ -82,7 +87,6 @@ def worker_argv(args) -> list[str]:
 
 
 def handle(args) -> int:
-    from experiments.tracking import store
     from experiments.tuning import study_storage, tune
 
     path = ready_configs.resolve(args.config)
@@ -106,28 +110,43 @@ def handle(args) -> int:
     plan = tune.plan(path, args.overrides, flags)
     plan.worker_argv = worker_argv(args)
     outcome = tune.run_study(plan)
+    if args.helper:
+        return 0  # the worker that started this one prints the study's report
     study = outcome.study
-    print(f"study: {plan.study} ({study_storage.redact(plan.storage)})")
-    print(f"parent run id: {outcome.parent_run_id}")
-    done = [
-        t
-        for t in study.get_trials(deepcopy=False)
-        if t.value is not None and t.state.name == "COMPLETE"
-    ]
+    trials = study.get_trials(deepcopy=False)
+    print(
+        f"study: {plan.study} ({study_storage.redact(plan.storage)}), {plan.direction} {plan.metric}"
+    )
+    print("\n".join("  " + line for line in _trial_table(trials, plan)))
+    done = [t for t in trials if t.value is not None and t.state.name == "COMPLETE"]
     best = study.best_trial if done else None
     if best is not None:
         print(f"best trial: {best.number}  {plan.metric}={best.value:.4g}  {best.params}")
     print(_champion_line(plan.register_as, outcome, best))
-    print(f"tracking store: {store.tracking_uri()}")
-    print("review it with: make ui   (or: python -m experiments ui)")
+    common.report(outcome.parent_run_id, result=False, label="parent run id")
     return 0
 
 
+def _trial_table(trials, plan) -> list[str]:
+    """One row a trial: its number, state, value and parameters."""
+    from experiments.tracking import results
+
+    keys = [d.key for d in plan.dims]
+    rows = [
+        {"trial": t.number, "state": t.state.name, plan.metric: t.value}
+        | {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in t.params.items()}
+        for t in trials
+    ]
+    return results.table(rows, ["trial", "state", plan.metric, *keys])
+
+
 def _champion_line(name: str, outcome, best) -> str:
-    """What the registry holds under `champion` (read back from it, never assumed)."""
+    """What the registry holds under `champion` (read back from it, never assumed), and why
+    it moved to this study's best model or did not (the parent run's verdict)."""
     from experiments.tracking import registry
 
     version = outcome.champion
+    verdict = f": {outcome.verdict}" if outcome.verdict else ""
     if version is None:
         if not outcome.summarised:
             why = "the study is not finished: its last worker registers the best model"
@@ -142,4 +161,7 @@ def _champion_line(name: str, outcome, best) -> str:
         if best is not None and run_id == best.user_attrs.get("mlflow_run_id")
         else f"run {run_id}"
     )
-    return f"champion: models:/{name}@{registry.CHAMPION} (version {version.version}, {whose})"
+    return (
+        f"champion: models:/{name}@{registry.CHAMPION} (version {version.version}, {whose})"
+        + verdict
+    )

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from experiments import errors
 
@@ -23,6 +24,9 @@ def add_parser(subparsers) -> None:
         "--host",
         default="127.0.0.1",
         help="interface to bind (default 127.0.0.1; 0.0.0.0 exposes the store to the network)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for the UI to answer"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command only")
     parser.set_defaults(handler=handle)
@@ -87,9 +91,15 @@ def handle(args) -> int:
     folder = store.local_store_dir(store.tracking_uri())
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-    print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)")
-    print_image_views(args.host, args.port)
-    return run_in_group(command)
+    health = f"http://{reachable_host(args.host)}:{args.port}/health"
+    print(f"starting the MLflow UI (its address follows once {health} answers)", flush=True)
+
+    def announce_when_up(child: subprocess.Popen) -> None:
+        wait_until_up(child, health, args.timeout, "mlflow ui")
+        print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)", flush=True)
+        print_image_views(args.host, args.port)
+
+    return run_in_group(command, started=announce_when_up)
 
 
 def run_in_group(command: list[str], env: dict | None = None, started=None) -> int:
@@ -108,6 +118,27 @@ def run_in_group(command: list[str], env: dict | None = None, started=None) -> i
         return 0
     finally:
         stop_group(child)
+
+
+def wait_until_up(child: subprocess.Popen, url: str, timeout: float, what: str) -> None:
+    """Return once `url` answers 200; a `ServerFailed` error when `child` (`what`) exits
+    first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if child.poll() is not None:
+            raise errors.ServerFailed(
+                f"{what} exited with {child.returncode} before answering {url} "
+                "(its output is above)"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise errors.ServerFailed(f"the server did not answer {url} within {timeout:.0f} s")
+        time.sleep(0.5)
 
 
 def stop_group(child: subprocess.Popen, grace: float = 10.0) -> None:

@@ -10,15 +10,22 @@ user who knows it is that run's. So `sync`/`resume` never read, upload,
 overwrite or delete another run's files, or a folder that is not a
 checkpoint folder at all, whether the path came from the command line or
 from the run's `checkpoint_dir` tag.
+
+A finished run's folder is deleted (`discard`) by the process that holds its lock, once
+nothing in it is still to be uploaded (no `spool/`): at the end of the run unless
+`train.keep_checkpoints` is true, or later by `prune`. A run that did not finish (running,
+killed, failed) keeps its folder: `resume` continues from it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from experiments.errors import ConfigError, CorruptData
+from experiments.tracking.spool import SPOOL_DIR
 
 MARKER = "run.json"
 
@@ -80,3 +87,17 @@ def claim(folder: Path, run_id: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def discard(folder: Path, run_id: str) -> str | None:
+    """Delete run `run_id`'s finished checkpoint folder (the caller holds its lock); return
+    None, or why it is kept: it is not that run's (`run.json`), or its `spool/` still holds
+    records to upload (`sync` needs them)."""
+    folder = Path(folder)
+    found = owner(folder)
+    if found != run_id:
+        return f"its {MARKER} names {found or 'no run'}, not run {run_id}"
+    if (folder / SPOOL_DIR).exists():
+        return f"its spool holds records not uploaded yet (python -m experiments sync {run_id})"
+    shutil.rmtree(folder)
+    return None

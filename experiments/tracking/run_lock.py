@@ -6,8 +6,10 @@ uploads, so it never uploads or deletes a spool the run is still writing,
 and two `resume`s of one run never train it side by side. The lock belongs
 to the open file, so the kernel drops it when its process dies, however it
 dies (`kill -9` included): a stale lock file never blocks anyone. The file
-holds the owner's pid, for the message; it is never deleted (deleting a
-lock file lets two processes each lock a different file).
+holds the owner's pid, for the message; it is deleted only with the folder of
+a finished run, by the process holding it (`run_folder.discard`): deleting the
+lock file of a run that may still be trained, resumed or synced would let two
+processes each lock a different file.
 """
 
 from __future__ import annotations

@@ -126,6 +126,11 @@ def checkpoint_root(cfg) -> Path:
     """Where run checkpoints live: `train.checkpoint_dir`, else beside a local store."""
     if cfg.train.checkpoint_dir:
         return Path(cfg.train.checkpoint_dir).resolve()
+    return default_checkpoint_root()
+
+
+def default_checkpoint_root() -> Path:
+    """`checkpoints/` beside a local store (the working directory's with a server)."""
     folder = local_store_dir(tracking_uri())
     return (folder if folder is not None else Path.cwd()) / "checkpoints"
 

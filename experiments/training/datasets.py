@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 
 import mlflow
 from mlflow.data.code_dataset_source import CodeDatasetSource
@@ -53,9 +54,13 @@ def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
         targets = {"y": split.y}
         if split.alignment is not None:
             targets["alignment"] = split.alignment
-        dataset = mlflow.data.from_numpy(
-            features, source=source, targets=targets, name=f"{task.name}-{name}"
-        )
+        with warnings.catch_warnings():
+            # MLflow registers its local-file source twice, then warns that a path could be
+            # either of them (they are the same class)
+            warnings.filterwarnings("ignore", "The specified dataset source can be interpreted")
+            dataset = mlflow.data.from_numpy(
+                features, source=source, targets=targets, name=f"{task.name}-{name}"
+            )
         input_tags = [InputTag(MLFLOW_DATASET_CONTEXT, contexts[name])]
         input_tags += [InputTag(key, value) for key, value in tags.items()]
         out.append(DatasetInput(dataset._to_mlflow_entity(), tags=input_tags))

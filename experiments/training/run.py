@@ -164,9 +164,23 @@ def execute(
             lock.release()
             raise
     try:
-        return _execute(cfg, task, train, client, run_id, folder, resume_run_id)
+        _execute(cfg, task, train, client, run_id, folder, resume_run_id)
+        if not cfg.train.keep_checkpoints:
+            _discard(folder, run_id)
+        return run_id
     finally:
         lock.release()
+
+
+def _discard(folder: Path, run_id: str) -> None:
+    """Delete the finished run's checkpoint folder (`train.keep_checkpoints: false`), unless
+    something in it is still to be uploaded; a folder that cannot be deleted is a warning."""
+    try:
+        kept = run_folder.discard(folder, run_id)
+    except OSError as err:
+        kept = f"it could not be deleted ({err})"
+    if kept is not None:
+        print(f"checkpoints of run {run_id} kept in {folder}: {kept}", file=sys.stderr)
 
 
 def _own(folder: Path, run_id: str) -> run_lock.RunLock:

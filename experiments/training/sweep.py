@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 import tempfile
+from dataclasses import dataclass
 
 import mlflow
 import yaml
@@ -43,8 +44,17 @@ def grid_points(grid) -> list[list[str]]:
     ]
 
 
-def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
-    """Validate every point, then train each as a nested run; return the parent run id."""
+@dataclass
+class Outcome:
+    """What a sweep made: its parent run, and one row per point (`comparison.json`'s)."""
+
+    parent_run_id: str
+    rows: list[dict]
+
+
+def run_sweep(path, specs: list[str], overrides: list[str]) -> Outcome:
+    """Validate every point, then train each as a nested run; return the parent run id and
+    the points' rows."""
     base = config_lib.read_yaml(path)
     points = grid_points(parse_grid(specs))
     prepared = [run.validate(config_lib.apply_overrides(base, overrides + p)) for p in points]
@@ -78,7 +88,7 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> str:
     finally:
         tracker.close()
         mlflow.end_run(status)
-    return parent.info.run_id
+    return Outcome(parent.info.run_id, rows)
 
 
 def _progress(done: int, total: int, point: list[str], end: str = "\n") -> None:
@@ -98,13 +108,16 @@ def _copy_final_heatmaps(client, child: str, tracker, point: list[str]) -> None:
             tracker.client.log_artifact(tracker.run_id, local, folder)
 
 
+# The metrics a point's row holds: validation (last epoch), test, the linear baseline's test
+# figures, and the epoch whose weights were tested.
+ROW_METRICS = ("test_", "val_", "baseline_test_", "best_epoch")
+
+
 def _summary_row(client, run_id: str, point: list[str]) -> dict:
     run = client.get_run(run_id)
     row = {"run_id": run_id, "point": " ".join(point)}
     row.update(dict(p.split("=", 1) for p in point))
-    row.update(
-        {k: v for k, v in sorted(run.data.metrics.items()) if k.startswith(("test_", "val_"))}
-    )
+    row.update({k: v for k, v in sorted(run.data.metrics.items()) if k.startswith(ROW_METRICS)})
     # the budget side of the comparison: the model's size and its mean epoch
     if "model_parameters" in run.data.metrics:
         row["model_parameters"] = int(run.data.metrics["model_parameters"])

@@ -5,9 +5,10 @@ number of trials) and the trial counts as metrics; the best trial's number, run 
 parameters as tags (`best.<key>`) and `best_params.json`; Optuna's optimisation history and
 parameter importances as figures; `trials.json`/`trials.csv`, one row a trial (number,
 state, value, parameters, epoch pruned at, retry of, why it failed, seconds, run id). The
-best trial's model is registered (`registry.register`) with the alias `champion`. Metrics
-are logged once a step, so a summary written again (its worker died before marking it
-written) adds none twice.
+best trial's model is registered (`registry.register`); the alias `champion` moves to it
+only when it beats the champion on the study's objective and the same data, and the parent
+run's `champion_verdict` tag says why it moved or did not. Metrics are logged once a step,
+so a summary written again (its worker died before marking it written) adds none twice.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def trial_runs(client, experiment_id: str, study_name: str, parent_run_id: str) 
 
 
 def summarise(study, client, parent_run_id: str, experiment_id: str, metric: str, register_as):
-    """Log the study's summary on the parent run, register the champion, end the parent
-    FINISHED; return the registered model version (None: no model, or no finished trial)."""
+    """Log the study's summary on the parent run, register the best trial's model (the
+    champion if it is better: `registry.register`), end the parent FINISHED; return the
+    registry's verdict (None: no model, or no finished trial)."""
     tracker = Tracker(client, parent_run_id)
     trials = study.get_trials(deepcopy=False)
     runs = trial_runs(client, experiment_id, study.study_name, parent_run_id)
@@ -66,14 +68,24 @@ def summarise(study, client, parent_run_id: str, experiment_id: str, metric: str
     )
     tracker.log_dict({"trial": best.number, "value": best.value, **best.params}, "best_params.json")
     _log_figures(study, tracker)
-    version = None
+    verdict = None
     if best_run is not None and register_as:
-        version = registry.register(client, best_run.info.run_id, register_as)
+        direction = study.direction.name.lower()
+        version, verdict = registry.register(
+            client, best_run.info.run_id, register_as, metric, direction
+        )
         if version is not None:
-            tracker.set_tags({"champion": f"models:/{register_as}@{registry.CHAMPION}"})
+            tags = {
+                "registered_version": f"models:/{register_as}/{version.version}",
+                registry.VERDICT_TAG: verdict.reason,
+            }
+            champion = registry.aliased(client, register_as)
+            if champion is not None and champion.version == version.version:
+                tags["champion"] = f"models:/{register_as}@{registry.CHAMPION}"
+            tracker.set_tags(tags)
     tracker.wait()
     client.set_terminated(parent_run_id, "FINISHED")
-    return version
+    return verdict
 
 
 def _row(trial, found) -> dict:
@@ -107,6 +119,8 @@ def _log_figures(study, tracker) -> None:
     ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # too few trials, or trials that tie: the importances are equal, as drawn
+            warnings.filterwarnings("ignore", ".*Parameter importances will be equal")
             try:
                 axes = draw(study)
             except (ValueError, RuntimeError) as err:  # e.g. importances of one trial

@@ -3,7 +3,9 @@
 A trial's config is the study's base config with the trial's values set (each searched key
 is an Optuna parameter of the same name) and its run tagged `tune_study`, `tune_trial`
 (the trial number) and, once it ends, `pruned`. The run is an ordinary run of the runner,
-nested under the study's parent run, with `TrialPruning` after the runner's callbacks.
+nested under the study's parent run, with `TrialPruning` after the runner's callbacks; it
+trains with Keras's epoch lines off (`train.verbose: 0`), and `TrialProgress` prints each
+epoch as a line labelled with the trial's number instead (unless the config's verbose is 0).
 
 While it trains, a thread records the trial's heartbeat in the storage (every storage
 `study_storage` opens keeps them). When a worker dies, its trial goes silent; the next
@@ -24,8 +26,10 @@ from optuna.trial import TrialState
 
 from experiments import config as config_lib
 from experiments.errors import ConfigError, CorruptData, RunFailed
+from experiments.tracking import registry
 from experiments.training import run
 from experiments.tuning import search_space
+from experiments.tuning.progress import TrialProgress
 from experiments.tuning.pruning import TrialPruning
 from experiments.tuning.settings import MAX_RETRIES
 
@@ -69,8 +73,12 @@ def run_trial(study, trial, *, base: dict, dims, metric: str, parent_run_id: str
         study.tell(trial, state=TrialState.FAIL)
         return None
     pruning = TrialPruning(trial, metric)
+    callbacks = [pruning]
+    if prepared.cfg.train.verbose:  # Keras's epoch lines carry no trial number; these do
+        prepared.cfg.train.verbose = 0
+        callbacks.append(TrialProgress(trial.number, prepared.cfg.train.epochs, metric))
     try:
-        run_id = run.execute(prepared, parent_run_id=parent_run_id, callbacks=(pruning,))
+        run_id = run.execute(prepared, parent_run_id=parent_run_id, callbacks=tuple(callbacks))
     except (RunFailed, CorruptData) as err:
         say(f"trial {trial.number}: run failed: {err}")
         trial.set_user_attr("failure", str(err))
@@ -90,7 +98,7 @@ def run_trial(study, trial, *, base: dict, dims, metric: str, parent_run_id: str
         say(f"trial {trial.number}: pruned after epoch {pruning.pruned_at} ({seconds:.0f} s)")
         study.tell(trial, state=TrialState.PRUNED)
         return run_id
-    value = _value(client, run_id, metric)
+    value = registry.kept_value(client, run_id, metric)
     if value is None or not math.isfinite(value):
         say(f"trial {trial.number}: no finite {metric}; trial failed")
         trial.set_user_attr("failure", f"no finite {metric}")
@@ -99,18 +107,6 @@ def run_trial(study, trial, *, base: dict, dims, metric: str, parent_run_id: str
         say(f"trial {trial.number}: {metric}={value:.4g} ({seconds:.0f} s)")
         study.tell(trial, value)
     return run_id
-
-
-def _value(client, run_id: str, metric: str) -> float | None:
-    """The trial's value: `metric` at the epoch whose weights the run kept (its `best_epoch`
-    with early stopping), else at the last epoch."""
-    metrics = client.get_run(run_id).data.metrics
-    best = metrics.get("best_epoch")
-    if best is not None:
-        for item in client.get_metric_history(run_id, metric):
-            if item.step == int(best):
-                return item.value
-    return metrics.get(metric)
 
 
 def _retry_of(study, number: int) -> int | None:

@@ -1,5 +1,5 @@
 """A `tune` study: Optuna samples configs, each trial is a nested MLflow run, the best model
-is registered as the `champion`.
+is registered (and becomes the `champion` when it beats it: `registry`).
 
 `plan` makes every check (config, search space, metric, sampler, storage URL) before
 anything is created. `run_study` then, under the study's lock (`study_storage.lock`),
@@ -10,7 +10,8 @@ the study for the next trial while fewer than `trials` have been asked for (a re
 takes its dead original's place); it trains that trial outside the lock. A worker with
 nothing left to ask waits for other workers' running trials (failing the silent ones and
 running their retries), then the last one writes the summary (`summary`), which ends
-the parent run FINISHED. `--workers K` starts K-1 more processes of the same command.
+the parent run FINISHED. `--workers K` starts K-1 more processes of the same command
+(`--helper`: they leave the study's report to this one).
 
 Running the command again resumes the study; a study with nothing left (every trial asked
 for has ended and is summarised) is only reported, its parent run left as it was. A worker
@@ -134,6 +135,7 @@ class Outcome:
     study: optuna.Study
     summarised: bool  # the summary of every trial the study has is written
     champion: object = None  # the registry's version under `champion`, None when there is none
+    verdict: str | None = None  # why the champion moved to the study's best model or did not
 
 
 def run_study(p: Plan) -> Outcome:
@@ -169,7 +171,8 @@ def _run_study(p: Plan) -> Outcome:
     if any(failed):
         print(f"tune: {sum(map(bool, failed))} worker process(es) failed", file=sys.stderr)
     summarised = study.user_attrs.get(SUMMARISED_ATTR) == len(study.get_trials(deepcopy=False))
-    return Outcome(parent, study, summarised, registry.aliased(client, p.register_as))
+    verdict = client.get_run(parent).data.tags.get(registry.VERDICT_TAG)
+    return Outcome(parent, study, summarised, registry.aliased(client, p.register_as), verdict)
 
 
 def _load_study(p: Plan, storage) -> optuna.Study:
@@ -322,7 +325,7 @@ def _leave(p: Plan, study, client, parent: str, err: BaseException) -> None:
 def _start_worker(p: Plan) -> subprocess.Popen:
     """One more process of this study (the same command, one worker)."""
     argv = [sys.executable, "-m", "experiments", "tune", *p.worker_argv]
-    argv += ["--storage", p.storage, "--study", p.study, "--workers", "1"]
+    argv += ["--storage", p.storage, "--study", p.study, "--workers", "1", "--helper"]
     path = os.pathsep.join(filter(None, [str(store.project_root()), os.environ.get("PYTHONPATH")]))
     return subprocess.Popen(argv, env={**os.environ, "PYTHONPATH": path})
 

@@ -1,0 +1,113 @@
+"""What a run, a sweep or a study reached, as the terminal shows it when the command ends.
+
+`run_block(run)`: a few lines from a finished MLflow run, its test metrics (whole test
+split), the linear baseline's on the same split (classification), the epoch whose weights
+were tested and logged, and the task metric per length bucket; `table(rows, columns)`: a
+plain text table (a sweep's points, a study's trials). Read from the store (`read_back`,
+one request with a short timeout), so the terminal says what the UI shows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mlflow
+
+from experiments.tracking import server, store
+
+BUCKET = "_len_"
+# Seconds the report may wait on the store: a server that is away or slow (the run's end
+# went to the spool) costs the report this, not the bound the end of a run keeps.
+READ_SECONDS = 2
+
+
+def read_back(run_id: str):
+    """The run as the store has it now, or None when the store does not answer in time."""
+    uri = store.tracking_uri()
+    server.configure_http(uri)  # no MLflow retries against a server, unless the user set them
+    try:
+        with server.request_timeout(READ_SECONDS):
+            return mlflow.MlflowClient(uri).get_run(run_id)
+    except Exception:  # noqa: BLE001 - the run is done; the report says what it can
+        return None
+
+
+def number(value) -> str:
+    """A value as the terminal shows it: a float with 3 decimals (4 significant digits when
+    large), anything else as it is, `-` for none."""
+    if value is None:
+        return "-"
+    if not isinstance(value, float) or not math.isfinite(value):
+        return str(value)
+    return f"{value:.3f}" if abs(value) < 1000 else f"{value:.4g}"
+
+
+def run_block(run) -> list[str]:
+    """The result lines of a finished run (an MLflow `Run`)."""
+    metrics = run.data.metrics
+    name = run.info.run_name or run.info.run_id
+    lines = [f"result of run {name} ({run.info.status}):"]
+    test = {
+        k.removeprefix("test_"): v
+        for k, v in sorted(metrics.items())
+        if k.startswith("test_") and BUCKET not in k
+    }
+    lines.append("  test      " + (_pairs(test) or "no test metrics logged"))
+    baseline = {
+        k.removeprefix("baseline_test_"): v
+        for k, v in sorted(metrics.items())
+        if k.startswith("baseline_test_")
+    }
+    if baseline:
+        lines.append(
+            "  baseline  " + _pairs(baseline) + "  (TF-IDF + logistic regression, same split)"
+        )
+    best = metrics.get("best_epoch")
+    epochs = run.data.params.get("train.epochs")
+    if best is not None:
+        lines.append(f"  weights   best epoch {int(best)} of {epochs} (early stopping)")
+    elif epochs is not None:
+        lines.append(f"  weights   the last epoch's (epoch {epochs})")
+    return lines + _by_length(metrics, list(test))
+
+
+def table(rows: list[dict], columns: list[str], headers: dict | None = None) -> list[str]:
+    """`rows` as aligned text lines under a header line; `headers` renames columns."""
+    headers = headers or {}
+    cells = [[headers.get(c, c) for c in columns]]
+    cells += [[number(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+
+
+def test_table(rows: list[dict], label: str) -> list[str]:
+    """The test metrics of several runs side by side (a sweep's points): the column `label`,
+    then every `test_` metric but the per-length ones, the baseline's, and `best_epoch`."""
+    keys = sorted({k for r in rows for k in r if k.startswith("test_") and BUCKET not in k})
+    keys += sorted({k for r in rows for k in r if k.startswith("baseline_test_")})
+    keys += ["best_epoch"] if any("best_epoch" in r for r in rows) else []
+    shown = [{**r, "best_epoch": _whole(r.get("best_epoch"))} for r in rows]
+    headers = {k: k.removeprefix("test_").replace("baseline_test_", "baseline_") for k in keys}
+    return table(shown, [label, *keys], headers)
+
+
+def _whole(value):
+    return None if value is None else int(value)
+
+
+def _pairs(values: dict) -> str:
+    return "  ".join(f"{k} {number(v)}" for k, v in values.items())
+
+
+def _by_length(metrics: dict, stems: list[str]) -> list[str]:
+    """A line per test metric logged per length bucket (`test_<stem>_len_A_B`):
+    `lengths   exact_match_greedy: 4-12 0.990  13-16 0.360 ...`."""
+    lines = []
+    for stem in stems:
+        prefix = f"test_{stem}{BUCKET}"
+        buckets = {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(prefix)}
+        if buckets:
+            shown = sorted(buckets.items(), key=lambda kv: [int(n) for n in kv[0].split("_")])
+            text = "  ".join(f"{b.replace('_', '-')} {number(v)}" for b, v in shown)
+            lines.append(f"  lengths   {stem}: {text}")
+    return lines
