@@ -136,15 +136,16 @@ def test_a_copying_model_is_fed_extended_ids_and_one_without_writes_unknown_word
     split = task.test
     assert len(split.inputs) == 3 and split.inputs[2] is split.x_ext
     assert (split.y >= size).any() and split.reference is None
-    assert isinstance(task.kind.loss(copying.cfg), losses.PointerGeneratorLoss)
     model = task.kind.build_model(copying.cfg, task)
+    assert isinstance(task.kind.loss(model), losses.PointerGeneratorLoss)  # the model's choice
     assert model.copy and model.num_oov == task.max_oov and model.unk_id == UNK
 
     plain = _prepared(False)
     split = plain.task.test
     assert len(split.inputs) == 2 and not (split.y >= size).any()
     np.testing.assert_array_equal(split.targets, task.test.y)  # judged against the words
-    assert isinstance(plain.task.kind.loss(plain.cfg), keras.losses.SparseCategoricalCrossentropy)
+    plain_model = plain.task.kind.build_model(plain.cfg, plain.task)
+    assert isinstance(plain.task.kind.loss(plain_model), keras.losses.SparseCategoricalCrossentropy)
     # writing <unk> for an unknown word is no match
     assert metrics.exact_match(split.y, split.y) == 1.0
     assert metrics.exact_match(split.targets, split.y) == 0.0  # every test row has one

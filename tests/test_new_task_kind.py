@@ -49,7 +49,6 @@ class Majority(TaskKind):
     default_score = "dot"
     metric_names = ("error_rate",)
     primary_metric = "test_error_rate"
-    ignore_padding = False  # labels, not token sequences
 
     def build_model(self, cfg, task):
         m = cfg.model

@@ -63,7 +63,6 @@ class TaskKind:
             `train_<name>` (running mean over the epoch's batches) and, by `fit`
             on the whole validation split, `val_<name>`.
         primary_metric: the test metric a sweep compares its points on.
-        ignore_padding: whether the loss skips `<pad>` targets.
     """
 
     name: str
@@ -73,7 +72,6 @@ class TaskKind:
     metric_names: tuple[str, ...] = ()
     fit_metrics: tuple[str, ...] = ()
     primary_metric: str
-    ignore_padding: bool = True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -189,12 +187,15 @@ class TaskKind:
         a = cfg.model.attention
         return {"score": self.score(cfg), "units": a.units, "normalizer": a.normalizer}
 
-    def loss(self, cfg: ExperimentConfig | None = None) -> keras.losses.Loss:
-        """Sparse cross-entropy on logits, skipping `<pad>` targets when `ignore_padding`
-        (whatever `cfg` says)."""
-        return keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, ignore_class=PAD if self.ignore_padding else None
-        )
+    def loss(self, model: keras.Model) -> keras.losses.Loss:
+        """The model's own loss: a ready model of this library chooses it
+        (`default_loss()`: sparse cross-entropy on its logits, whose masks skip padded
+        steps; `PointerGeneratorLoss` for copy attention); a model of Keras's own layers
+        (the plain-Keras peer) gets sparse cross-entropy skipping `<pad>` targets."""
+        own = getattr(model, "default_loss", None)
+        if own is not None:
+            return own()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=PAD)
 
     # --- metrics ------------------------------------------------------------------
 

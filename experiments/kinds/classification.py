@@ -32,7 +32,6 @@ class Classification(TaskKind):
     metric_names = ("accuracy", "macro_f1")
     fit_metrics = ("accuracy",)
     primary_metric = "test_accuracy"
-    ignore_padding = False  # labels, not token sequences: class 0 is a class
 
     def build_model(self, cfg, task):
         m = cfg.model

@@ -12,7 +12,7 @@ from experiments.errors import invalid_config
 from experiments.kinds import register
 from experiments.kinds.base import Artifacts, TaskKind, generate_defaults
 from experiments.peers import keras_seq2seq
-from keras_attn_rnn import losses, models
+from keras_attn_rnn import models
 
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
@@ -128,12 +128,6 @@ class Seq2Seq(TaskKind):
             dropout=m.dropout,
             **({"copy": True, "max_oov": m.max_oov, "unk_id": UNK} if m.copy else {}),
         )
-
-    def loss(self, cfg=None):
-        """`PointerGeneratorLoss` (on probabilities) when `cfg` copies, else cross-entropy."""
-        if cfg is not None and cfg.model.copy:
-            return losses.PointerGeneratorLoss()
-        return super().loss(cfg)
 
     def task_metrics(self, model, task, split, logits):
         """Teacher-forced token accuracy, and exact match of greedy decoding (both against

@@ -292,7 +292,7 @@ def compile_model(model, cfg, task) -> None:
         kwargs["clipnorm"] = cfg.train.clipnorm
     model.compile(
         optimizer=cfg.train.build_optimizer(**kwargs),
-        loss=task.kind.loss(cfg),
+        loss=task.kind.loss(supervision.task_model(model)),
         metrics=list(task.kind.fit_metrics) or None,
         jit_compile=backends.current().jit_compile(cfg.train.jit_compile),
         run_eagerly=cfg.train.run_eagerly,
