@@ -220,7 +220,7 @@ class TrainConfig(Section):
         0.0,
         ge=0.0,
         description="Weight of the supervised attention loss (tasks with ground-truth "
-        "alignments: `reverse`, `needle`).",
+        "alignments: a task whose splits hold them).",
     )
     coverage_loss_weight: float = Field(
         0.0, ge=0.0, description="Weight of the coverage loss (seq2seq)."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from keras_attn_rnn import tokenizers
 
-# Words and single punctuation marks (`units: word`, and `textcls`).
+# Words and single punctuation marks (`units: word`; the classifier's file task too).
 WORD_PATTERN = r"\w+|[^\w\s]"
 # With byte fallback SentencePiece needs room for 256 byte pieces and the special tokens.
 SMALLEST_SUBWORD_VOCABULARY = 300

@@ -62,8 +62,8 @@ class Seq2Seq(TaskKind):
                 "model.copy",
                 cfg.model.copy,
                 f"false for task {task.name!r}: a copied source word becomes a target id, "
-                "which needs one vocabulary for the source and the target (copy_slots, "
-                "reverse and copy have one)",
+                "which needs one vocabulary for the source and the target (a task with "
+                "a shared vocabulary: task.shared_vocabulary where it has the key)",
             )
         if cfg.model.max_oov < task.max_oov:
             raise invalid_config(

@@ -72,8 +72,8 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
         raise invalid_config(
             "train.alignment_loss_weight",
             cfg.train.alignment_loss_weight,
-            f"0 for task {task.name!r}, which has no ground-truth alignment "
-            "(reverse and needle have one)",
+            f"0 for task {task.name!r}, which has no ground-truth alignment (only a task "
+            "that generates its data can know one)",
         )
     _check_model(cfg, task)
     known = epoch_metric_names(task)
