@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import unicodedata
@@ -17,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from experiments import kinds, tasks
 from experiments.bounded_input import RecordLines
-from experiments.data import units
+from experiments.data import records, units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
@@ -72,7 +71,7 @@ def _read_rows(
     rows = []
     with (
         open(path, encoding="utf-8", newline="") as handle,
-        _csv_fields_up_to(max_row_chars),
+        records.csv_fields_up_to(max_row_chars),
     ):
         lines = RecordLines(handle, path, max_row_chars, "task.max_row_chars")
         for number, record in _records(lines, Path(path).suffix.lower() == ".csv"):
@@ -116,18 +115,6 @@ def _records(lines: RecordLines, is_csv: bool) -> Iterator[tuple[int, object]]:
     for number, record in enumerate(records, start=1):
         lines.next_record()
         yield number, record
-
-
-@contextlib.contextmanager
-def _csv_fields_up_to(limit: int):
-    """`csv`'s (process-wide) largest field set for a while to what a row of `limit`
-    characters may hold (`RecordLines`), not `csv`'s default 131072: a longer field is a
-    longer row, refused as one."""
-    before = csv.field_size_limit(limit + 2)
-    try:
-        yield
-    finally:
-        csv.field_size_limit(before)
 
 
 def _check_label(label: str, where: str, label_field: str) -> None:

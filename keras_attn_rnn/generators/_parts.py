@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attn_rnn import generation
+from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.tokenizers.tokenizer import is_text
 
 
@@ -111,3 +112,19 @@ def encode(owner, encoder, prompts, start_id, parts):
     else:
         memory, states = encoded, None
     return memory, ops.not_equal(source, 0), states
+
+
+def seq2seq_parts(generator, encoder, target_embedding, preprocessor, source_size, target_size):
+    """What an encoder-decoder generator sets first: its preprocessor (checked), and its
+    vocabulary sizes (given, else the preprocessor's, else the embeddings'), the encoder and
+    the target embedding checked."""
+    generator.preprocessor = check_preprocessor(preprocessor, Seq2SeqPreprocessor)
+    if preprocessor is not None:
+        source_size = source_size or preprocessor.source_vocabulary_size
+        target_size = target_size or preprocessor.target_vocabulary_size
+    check_layer("encoder", encoder)
+    check_layer("target_embedding", target_embedding)
+    generator.prompt_vocab_size = vocabulary_size("source_vocab_size", encoder, source_size)
+    generator.output_vocab_size = vocabulary_size(
+        "target_vocab_size", target_embedding, target_size
+    )

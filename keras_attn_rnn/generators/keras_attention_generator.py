@@ -2,7 +2,6 @@ import keras
 from keras import ops
 
 from keras_attn_rnn.generators import _parts
-from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.stepping import DecoderStep, _ops
 
 
@@ -70,12 +69,9 @@ class KerasAttentionGenerator:
         target_vocab_size=None,
         preprocessor=None,
     ):
-        self.preprocessor = _parts.check_preprocessor(preprocessor, Seq2SeqPreprocessor)
-        if preprocessor is not None:
-            source_vocab_size = source_vocab_size or preprocessor.source_vocabulary_size
-            target_vocab_size = target_vocab_size or preprocessor.target_vocabulary_size
-        _parts.check_layer("encoder", encoder)
-        _parts.check_layer("target_embedding", target_embedding)
+        _parts.seq2seq_parts(
+            self, encoder, target_embedding, preprocessor, source_vocab_size, target_vocab_size
+        )
         _parts.check_layer("attention", attention)
         if not isinstance(decoder_rnn, keras.layers.RNN) or decoder_rnn.go_backwards:
             raise ValueError(
@@ -87,12 +83,6 @@ class KerasAttentionGenerator:
         self.decoder_rnn = decoder_rnn
         self.attention = attention
         self.head = _parts.layer_list("head", head)
-        self.prompt_vocab_size = _parts.vocabulary_size(
-            "source_vocab_size", encoder, source_vocab_size
-        )
-        self.output_vocab_size = _parts.vocabulary_size(
-            "target_vocab_size", target_embedding, target_vocab_size
-        )
         self._step = DecoderStep(target_embedding, self, self._logits)
 
     @classmethod

@@ -1,6 +1,5 @@
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
-from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.stepping import AttentionDecoderStep, DecoderStep
 
 
@@ -71,12 +70,9 @@ class Seq2SeqGenerator:
         target_vocab_size=None,
         preprocessor=None,
     ):
-        self.preprocessor = _parts.check_preprocessor(preprocessor, Seq2SeqPreprocessor)
-        if preprocessor is not None:
-            source_vocab_size = source_vocab_size or preprocessor.source_vocabulary_size
-            target_vocab_size = target_vocab_size or preprocessor.target_vocabulary_size
-        _parts.check_layer("encoder", encoder)
-        _parts.check_layer("target_embedding", target_embedding)
+        _parts.seq2seq_parts(
+            self, encoder, target_embedding, preprocessor, source_vocab_size, target_vocab_size
+        )
         if not isinstance(decoder, AttentionDecoder):
             raise ValueError(
                 f"decoder must be a keras_attn_rnn.AttentionDecoder. Received: decoder={decoder!r}"
@@ -85,12 +81,6 @@ class Seq2SeqGenerator:
         self.target_embedding = target_embedding
         self.decoder = decoder
         self.head = _parts.layer_list("head", head)
-        self.prompt_vocab_size = _parts.vocabulary_size(
-            "source_vocab_size", encoder, source_vocab_size
-        )
-        self.output_vocab_size = _parts.vocabulary_size(
-            "target_vocab_size", target_embedding, target_vocab_size
-        )
         self._step = DecoderStep(target_embedding, AttentionDecoderStep(decoder), self._logits)
 
     @property
