@@ -168,10 +168,21 @@ def texts_of(model_input) -> list[str]:
         values = model_input.tolist()
     elif isinstance(model_input, (list, tuple)):
         values = list(model_input)
+    elif isinstance(model_input, str) or (
+        isinstance(model_input, np.ndarray) and model_input.ndim == 0
+    ):  # `{"inputs": "text"}` reaches the model as a 0-d array
+        raise invalid(
+            "inputs must be a list of strings, even for one text: send "
+            '{"inputs": ["..."]}. Received: a single string, '
+            f"{reprlib.repr(str(model_input))}"
+        )
     else:
+        kind = type(model_input).__name__
+        if isinstance(model_input, np.ndarray):
+            kind = f"an array of shape {model_input.shape}"
         raise invalid(
             "inputs must be a list of strings, a pandas Series or a one-column DataFrame. "
-            f"Received: {type(model_input).__name__}"
+            f"Received: {kind}"
         )
     if not values:
         raise invalid("inputs must hold at least one string. Received: no inputs")
