@@ -292,9 +292,13 @@ def test_the_logged_text_model_encodes_hostile_text_as_the_runner(built, tmp_pat
         shipped = local / "code" / "keras_attn_rnn" / "tokenizers" / "vocabulary_tokenizer.py"
         library = model_logging.LIBRARY_FOLDER / "tokenizers" / "vocabulary_tokenizer.py"
         assert shipped.read_bytes() == library.read_bytes()
+        limit = card.get("max_input_tokens")  # where the runner cut inputs in training
         for text, record in zip(sent, records, strict=True):
-            labels = [task.vocab.tokens[i] for i in task.tokenizer.encode(text)]
+            ids = task.tokenizer.encode(text)
+            labels = [task.vocab.tokens[i] for i in ids[:limit]]
             got = record["tokens"] if "label" in record else record["attended_tokens"]
             assert got[: len(labels)] == labels, (name, text[:40])
             if "label" in record:
                 assert len(got) == len(labels)
+            if limit is not None:  # the served record says whether it was cut
+                assert record["truncated"] == (len(ids) > limit), (name, text[:40])

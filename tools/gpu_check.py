@@ -156,7 +156,9 @@ def demo(sizes: dict, precision: str) -> dict:
     keras.utils.set_random_seed(0)
     model = kind.build_model(cfg, task)
     model.compile(
-        optimizer=keras.optimizers.Adam(cfg.train.learning_rate), loss=kind.loss(), jit_compile=True
+        optimizer=keras.optimizers.Adam(cfg.train.learning_rate),
+        loss=kind.loss(model),
+        jit_compile=True,
     )
     batches = EpochBatches(
         task.train, cfg.train.batch_size, 0, 0, lambda part: supervision.fit_inputs(model, part)

@@ -314,7 +314,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         trained = supervision.wrap(model, cfg)  # model, or model + attention losses
         compile_model(trained, cfg, task)
         trained(supervision.fit_inputs(trained, task.train.take(slice(0, 2))))  # build weights
-    tracker.log_metrics({"model_parameters": model.count_params()}, 0)
+    tracker.log_metrics_once({"model_parameters": model.count_params()}, 0)  # resumed: once
     state = checkpoints.load_state(folder)
     initial_epoch, stopped = 0, False
     if state is not None:
