@@ -31,7 +31,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from experiments import bounded_input, tasks
 from experiments.data.sections import Section, TaskSection
-from experiments.errors import ConfigError, problem, shown
+from experiments.errors import ConfigError, invalid_config, problem, shown
 from experiments.peers import keras_seq2seq
 from keras_attn_rnn import checks, mechanisms, models, normalizers, samplers, scores
 
@@ -96,6 +96,47 @@ class AttentionConfig(Section):
     def _registered_normalizer(cls, value: str) -> str:
         normalizers.REGISTRY.check_name(value, "normalizer")
         return value
+
+    def check_for(self, kind: str, takes_mechanism: bool, model_options=()) -> None:
+        """The one check of the mechanism and its options for a task of kind `kind`: every
+        key besides the fields is an argument of the mechanism's constructor (or one of the
+        model's `model_options`), and the constructor, given them, takes them (a units
+        placeholder where one is required); a model that takes no mechanism takes content
+        attention only. Raises `ConfigError`."""
+        content = mechanisms.REGISTRY.name_of(mechanisms.ContentAttention)
+        if not takes_mechanism and self.mechanism != content:
+            raise invalid_config(
+                "model.attention.mechanism",
+                self.mechanism,
+                f"{content!r} for a {kind} task (stateful mechanisms belong to the seq2seq "
+                "decoder)",
+            )
+        options = {k: v for k, v in (self.model_extra or {}).items() if k not in model_options}
+        own = [k for k in mechanisms.REGISTRY.arguments(self.mechanism) if k not in _FROM_KIND]
+        for key, value in options.items():
+            if key not in own:
+                theirs = f" nor of a {kind} model ({', '.join(model_options)})"
+                raise invalid_config(
+                    f"model.attention.{key}",
+                    value,
+                    f"no such key: not an option of mechanism {self.mechanism!r} (its options: "
+                    f"{', '.join(own) or 'none'})" + (theirs if model_options else ""),
+                )
+        if not options:
+            return
+        required = set(mechanisms.REGISTRY.arguments(self.mechanism))
+        required -= set(mechanisms.REGISTRY.defaults(self.mechanism))
+        trial = {"units": self.units or 1} if "units" in required else {}
+        try:
+            mechanisms.get(self.mechanism, **trial, **options)
+        except (ValueError, TypeError) as err:
+            named = [key for key in options if str(err).startswith(key)]
+            key = named[0] if named else next(iter(options))
+            raise invalid_config(f"model.attention.{key}", options[key], str(err)) from None
+
+
+# The arguments every mechanism takes from the task's kind (`TaskKind.attention`), not options.
+_FROM_KIND = ("score", "units", "normalizer")
 
 
 # `model.copy` is the library's own name (`Seq2Seq(copy=True)`); it shadows pydantic's

@@ -14,7 +14,7 @@ from experiments_helpers import write_text_dataset
 
 from experiments import kinds
 from experiments.config import validate
-from experiments.data import metrics
+from experiments.data import confusion, metrics
 from experiments.data.vocab import END, PAD, START
 from experiments.errors import ConfigError
 from experiments.tasks import build_task
@@ -159,23 +159,22 @@ def test_classification_metrics():
 def test_the_confusion_matrix_of_many_classes_stays_small():
     few = metrics.confusion_cells(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]))
     assert few.tolist() == [[0, 0, 1], [0, 1, 1], [1, 1, 2]]  # (true, predicted, count)
-    classification = sys.modules[type(kinds.get("classification")).__module__]
     classes = 1000
     labels = np.arange(2 * classes) % classes
     predictions = labels.copy()
     predictions[:40] = (labels[:40] + 1) % classes  # classes 0..40 confused with a neighbour
     names = [f"a class name far longer than a tick label {i}" for i in range(classes)]
     cells = metrics.confusion_cells(labels, predictions)
-    figure = classification.confusion_figure(cells, names)
+    figure = confusion.figure(cells, names)
     (axes, _) = figure.axes  # the matrix and its colour bar
     ticks = [t.get_text() for t in axes.get_xticklabels()]
-    assert len(ticks) == classification.FIGURE_CLASSES == 30  # the 30 most confused, of 41
-    assert all(len(t) <= classification.TICK_CHARS for t in ticks) and ticks[0].endswith("…")
+    assert len(ticks) == confusion.FIGURE_CLASSES == 30  # the 30 most confused, of 41
+    assert all(len(t) <= confusion.TICK_CHARS for t in ticks) and ticks[0].endswith("…")
     assert len(axes.texts) == 30 * 30 and "30 most confused of 1000" in axes.get_title()
-    document = classification.confusion_json(labels, predictions, names)
+    document = confusion.confusion_json(labels, predictions, names)
     assert "matrix" not in document and len(document["cells"]) == len(cells) == 1000 + 40
-    assert classification.most_confused(cells, classes, 3).tolist() == [1, 2, 3]  # 2 errors each
-    small = classification.confusion_json(labels[:6] % 3, predictions[:6] % 3, names[:3])
+    assert confusion.most_confused(cells, classes, 3).tolist() == [1, 2, 3]  # 2 errors each
+    small = confusion.confusion_json(labels[:6] % 3, predictions[:6] % 3, names[:3])
     assert (
         small["matrix"] == metrics.confusion_matrix(labels[:6] % 3, predictions[:6] % 3, 3).tolist()
     )

@@ -11,6 +11,7 @@ signature.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
@@ -43,3 +44,59 @@ def signatures(tokenize: str = "13a") -> dict[str, str]:
     for metric in metrics.values():
         metric.corpus_score(["a"], [["a"]])
     return {name: str(metric.get_signature()) for name, metric in metrics.items()}
+
+
+@dataclasses.dataclass
+class SplitTexts:
+    """A test split as strings: its sources, its references (the targets as written, for a
+    task that read them from a file, else as decoded) and each decoding's hypotheses
+    (a copied word written as itself), scored with BLEU tokenisation `tokenize`."""
+
+    sources: list[str]
+    references: list[str]
+    tokenize: str = "13a"
+    hypotheses: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, task, split) -> SplitTexts:
+        if split.texts is not None:
+            sources = [source for source, _ in split.texts]
+            references = [target for _, target in split.texts]
+        else:
+            vocab = task.output_vocab
+            sources = [source_text(task, split, i) for i in range(len(split))]
+            references = [
+                vocab.decode_extended(split.targets[i], split.words(i)) for i in range(len(split))
+            ]
+        return cls(sources, references, task.bleu_tokenize)
+
+    def score(self, name: str, task, split, decoded) -> dict[str, float]:
+        """`{"bleu_NAME", "chrf_NAME"}` of the decodings `decoded` (ids) of `split`."""
+        vocab = task.output_vocab
+        self.hypotheses[name] = [
+            vocab.decode_extended(decoded[i], split.words(i)) for i in range(len(split))
+        ]
+        scores = corpus_scores(self.hypotheses[name], self.references, self.tokenize)
+        return {f"bleu_{name}": scores["bleu"], f"chrf_{name}": scores["chrf"]}
+
+    def copy_baseline(self) -> dict[str, float]:
+        """`copy_baseline_chrf`: the sources themselves as the translation, the cheapest
+        reference point for a chrF."""
+        return {"copy_baseline_chrf": corpus_scores(self.sources, self.references)["chrf"]}
+
+    def files(self) -> dict[str, str]:
+        """`text/test_*.txt`, one line a text, so `sacrebleu REFERENCES -i HYPOTHESES` gives
+        the logged figures."""
+        texts = {"sources": self.sources, "references": self.references}
+        texts |= {f"hypotheses_{name}": lines for name, lines in self.hypotheses.items()}
+        return {
+            f"text/test_{name}.txt": "".join(line.replace("\n", " ") + "\n" for line in lines)
+            for name, lines in texts.items()
+        }
+
+
+def source_text(task, split, i: int) -> str:
+    """The source of row `i`, its unknown words included where the split knows them."""
+    if split.x_ext is None:
+        return task.vocab.decode(split.x[i])
+    return task.vocab.decode_extended(split.x_ext[i], split.words(i))

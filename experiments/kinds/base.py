@@ -22,7 +22,7 @@ from experiments.data import metrics, modeling
 from experiments.data.modeling import GREEDY
 from experiments.data.vocab import PAD, SPECIALS
 from experiments.errors import invalid_config
-from keras_attn_rnn import mechanisms, samplers, tokenizers
+from keras_attn_rnn import samplers, tokenizers
 
 if TYPE_CHECKING:  # the config, above the tasks, is named in annotations only
     from matplotlib.figure import Figure
@@ -84,7 +84,7 @@ class TaskKind:
 
     def check(self, cfg: ExperimentConfig) -> None:
         """Raise `ConfigError` for config values this kind cannot train."""
-        self.check_attention(cfg)
+        cfg.model.attention.check_for(self.name, self.takes_mechanism, self.attention_options)
         if cfg.model.copy and not self.copies:
             raise invalid_config(
                 "model.copy",
@@ -103,50 +103,6 @@ class TaskKind:
     #: options of `model.attention` the kind's model takes besides the mechanism's own
     #: (checked by the model's constructor when `run.validate` builds it once)
     attention_options: tuple[str, ...] = ()
-
-    def check_attention(self, cfg: ExperimentConfig) -> None:
-        """The one check of `model.attention`'s mechanism (its name is the registry's): every
-        other key is an argument of the mechanism's constructor (or one of
-        `attention_options`), and the constructor, given them, takes them (a units
-        placeholder where one is required); a kind whose model takes no mechanism takes
-        content attention only."""
-        a = cfg.model.attention
-        content = mechanisms.REGISTRY.name_of(mechanisms.ContentAttention)
-        if not self.takes_mechanism and a.mechanism != content:
-            raise invalid_config(
-                "model.attention.mechanism",
-                a.mechanism,
-                f"{content!r} for a {self.name} task "
-                "(stateful mechanisms belong to the seq2seq decoder)",
-            )
-        options = {
-            k: v for k, v in (a.model_extra or {}).items() if k not in self.attention_options
-        }
-        if not options:
-            return
-        own = [k for k in mechanisms.REGISTRY.arguments(a.mechanism) if k not in _SHARED]
-        for key in options:
-            if key not in own:
-                raise invalid_config(
-                    f"model.attention.{key}",
-                    options[key],
-                    f"no such key: not an option of mechanism {a.mechanism!r} (its options: "
-                    f"{', '.join(own) or 'none'})"
-                    + (
-                        f" nor of a {self.name} model ({', '.join(self.attention_options)})"
-                        if self.attention_options
-                        else ""
-                    ),
-                )
-        required = set(mechanisms.REGISTRY.arguments(a.mechanism))
-        required -= set(mechanisms.REGISTRY.defaults(a.mechanism))
-        trial = {"units": a.units or 1} if "units" in required else {}
-        try:
-            mechanisms.get(a.mechanism, **trial, **options)
-        except (ValueError, TypeError) as err:
-            named = [key for key in options if str(err).startswith(key)]
-            key = named[0] if named else next(iter(options))
-            raise invalid_config(f"model.attention.{key}", options[key], str(err)) from None
 
     #: whether the model's attention has decoder steps a coverage loss can sum over
     has_coverage = False
@@ -376,7 +332,3 @@ def _raw_text(task: Task, split: Split, row: int) -> str:
     if split.x_ext is None:
         return task.tokenizer.decode(split.x[row])
     return task.tokenizer.decode_extended(split.x_ext[row], split.words(row))
-
-
-# The arguments every mechanism takes from the kind (`TaskKind.attention`), not options.
-_SHARED = ("score", "units", "normalizer")

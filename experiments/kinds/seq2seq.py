@@ -156,7 +156,7 @@ class Seq2Seq(TaskKind):
         self._decodings = {}  # each sampler's decoding of the split, once
         try:
             out = self.length_metrics(model, task, split)
-            texts = {"references": _references(task, split), "sources": _sources(task, split)}
+            texts = text_scores.SplitTexts.of(task, split)
             decoders = [("greedy", GREEDY, 0)]
             if gen_cfg.sampler_name == "beam":
                 decoders.append(("beam", gen_cfg.built_sampler, gen_cfg.seed))
@@ -164,31 +164,20 @@ class Seq2Seq(TaskKind):
                 decoded = self._decoded(model, sampler, split, seed)
                 if name != "greedy":
                     out[f"exact_match_{name}"] = metrics.exact_match(split.targets, decoded)
-                texts[f"hypotheses_{name}"] = _hypotheses(task, split, decoded)
-                scores = text_scores.corpus_scores(
-                    texts[f"hypotheses_{name}"], texts["references"], task.bleu_tokenize
-                )
-                out[f"bleu_{name}"], out[f"chrf_{name}"] = scores["bleu"], scores["chrf"]
-            copied = text_scores.corpus_scores(texts["sources"], texts["references"])
-            out["copy_baseline_chrf"] = copied["chrf"]
+                out |= texts.score(name, task, split, decoded)
             self.test_texts = texts
         finally:
             self._decodings = None
-        return out
+        return out | texts.copy_baseline()
 
     def final_artifacts(self, model, task, split):
-        """The test split's sources, references and hypotheses (one per line, as scored by
-        `test_metrics`), so `sacrebleu REFERENCES -i HYPOTHESES` gives the logged figures,
-        and sacrebleu's signatures of them."""
+        """The test split's texts as `test_metrics` scored them (`SplitTexts.files`) and
+        sacrebleu's signatures of the scores."""
         texts = getattr(self, "test_texts", None)
-        if not texts:
+        if texts is None:
             return Artifacts()
-        files = {
-            f"text/test_{name}.txt": "".join(line.replace("\n", " ") + "\n" for line in lines)
-            for name, lines in texts.items()
-        }
-        signatures = text_scores.signatures(task.bleu_tokenize)
-        return Artifacts(texts=files, dicts={"text/sacrebleu_signatures.json": signatures})
+        signatures = text_scores.signatures(texts.tokenize)
+        return Artifacts(texts=texts.files(), dicts={"text/sacrebleu_signatures.json": signatures})
 
     def exact_match(self, model, sampler, split, seed=0) -> float:
         """Exact match of `split` decoded with `sampler` (built), up to the split's target
@@ -260,7 +249,7 @@ class Seq2Seq(TaskKind):
             target = vocab.decode_extended(split.targets[i], words)
             prediction = vocab.decode_extended(tokens[i], words)
             row = {
-                "source": _source_text(task, split, i),
+                "source": text_scores.source_text(task, split, i),
                 "target": target,
                 "prediction": prediction,
                 "correct": target == prediction,
@@ -279,7 +268,7 @@ class Seq2Seq(TaskKind):
         words = probes.words(i)
         targets = task.output_vocab.labels(probes.targets[i], words)
         target_text = task.output_vocab.decode_extended(probes.targets[i], words)
-        text = f"{_source_text(task, probes, i)} -> {target_text}"
+        text = f"{text_scores.source_text(task, probes, i)} -> {target_text}"
         return weights[: len(targets), : len(source)], source, targets, f"probe {i}: {_short(text)}"
 
     def card_fields(self, task, cfg):
@@ -303,37 +292,10 @@ class Seq2Seq(TaskKind):
         return super().tokens_per_epoch(split) + int((split.y != PAD).sum())
 
 
-def _references(task, split) -> list[str]:
-    """The targets as written (a task that read them from a file), else as decoded."""
-    if split.texts is not None:
-        return [target for _, target in split.texts]
-    vocab = task.output_vocab
-    return [vocab.decode_extended(split.targets[i], split.words(i)) for i in range(len(split))]
-
-
-def _sources(task, split) -> list[str]:
-    if split.texts is not None:
-        return [source for source, _ in split.texts]
-    return [_source_text(task, split, i) for i in range(len(split))]
-
-
-def _hypotheses(task, split, decoded) -> list[str]:
-    """The decodings as text (a copied word written as itself)."""
-    vocab = task.output_vocab
-    return [vocab.decode_extended(decoded[i], split.words(i)) for i in range(len(split))]
-
-
 def _copy_inputs(split) -> dict:
     """What decoding `split` passes besides the sources: a copying model's `source_ext` (the
     extended sources), nothing for any other model."""
     return {"source_ext": split.x_ext} if split.copying else {}
-
-
-def _source_text(task, split, i: int) -> str:
-    """The source of row `i`, its unknown words included where the split knows them."""
-    if split.x_ext is None:
-        return task.vocab.decode(split.x[i])
-    return task.vocab.decode_extended(split.x_ext[i], split.words(i))
 
 
 def _short(text: str, limit: int = 60) -> str:
