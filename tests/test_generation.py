@@ -134,7 +134,11 @@ def test_beam_width_one_is_greedy():
     table = random_table(6)
     greedy = generate(TableModel(table), PROMPTS, 6, eos_id=3)
     beam = generate(
-        TableModel(table), PROMPTS, 6, eos_id=3, sampler=samplers.get("beam", beam_width=1)
+        TableModel(table),
+        PROMPTS,
+        6,
+        eos_id=3,
+        sampler=samplers.get("beam", beam_width=1, length_penalty=0),
     )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.scores, greedy.scores, atol=1e-5)
@@ -164,7 +168,9 @@ def test_beam_finds_the_better_sequence_greedy_misses():
         }
     )
     greedy = generate(TableModel(table), [[1]], 2)
-    beam = generate(TableModel(table), [[1]], 2, sampler=samplers.get("beam", beam_width=2))
+    beam = generate(
+        TableModel(table), [[1]], 2, sampler=samplers.get("beam", beam_width=2, length_penalty=0)
+    )
     assert greedy.tokens[0, 0] == 2
     np.testing.assert_array_equal(beam.tokens, [[3, 4]])
     reference = log_softmax_rows(table)
@@ -175,7 +181,7 @@ def test_beam_finds_the_better_sequence_greedy_misses():
         TableModel(table),
         [[1]],
         2,
-        sampler=samplers.get("beam", beam_width=3, num_beams_returned=2),
+        sampler=samplers.get("beam", beam_width=3, length_penalty=0, num_beams_returned=2),
     )
     assert two.tokens.shape == (1, 2, 2) and two.attention.shape == (1, 2, 2, S)
     np.testing.assert_array_equal(two.tokens[0, 0], [3, 4])
@@ -188,7 +194,11 @@ def test_beam_length_penalty_and_early_stop_at_eos():
         {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
     )
     short = generate(
-        TableModel(table), [[1]], 5, eos_id=6, sampler=samplers.get("beam", beam_width=3)
+        TableModel(table),
+        [[1]],
+        5,
+        eos_id=6,
+        sampler=samplers.get("beam", beam_width=3, length_penalty=0),
     )
     np.testing.assert_array_equal(short.tokens, [[6, 0, 0, 0, 0]])
     np.testing.assert_allclose(short.scores, [log_softmax_rows(table)[1, 6]], atol=1e-5)
@@ -271,7 +281,7 @@ def test_min_length_makes_beam_search_take_the_longer_hypothesis():
     table = _table_from_probs(
         {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
     )
-    beam = samplers.get("beam", beam_width=3)
+    beam = samplers.get("beam", beam_width=3, length_penalty=0)
     result = generate(TableModel(table), [[1]], 5, eos_id=6, sampler=beam, min_length=1)
     np.testing.assert_array_equal(result.tokens, [[2, 3, 6, 0, 0]])
     reference = log_softmax_rows(table)

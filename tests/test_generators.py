@@ -97,8 +97,20 @@ def test_seq2seq_generator_beam_of_width_one_is_greedy_and_wider_beams_score_no_
     _, generator = _nmt(attention=mechanisms.LocationSensitiveAttention(8, filters=4))
     sources = [[3, 4, 5, 6], [8, 9, 10]]
     greedy = generator.generate(sources, 5, start_id=1)
-    narrow = generate(generator, sources, 5, start_id=1, sampler=samplers.get("beam", beam_width=1))
-    wide = generate(generator, sources, 5, start_id=1, sampler=samplers.get("beam", beam_width=4))
+    narrow = generate(
+        generator,
+        sources,
+        5,
+        start_id=1,
+        sampler=samplers.get("beam", beam_width=1, length_penalty=0),
+    )
+    wide = generate(
+        generator,
+        sources,
+        5,
+        start_id=1,
+        sampler=samplers.get("beam", beam_width=4, length_penalty=0),
+    )
     np.testing.assert_array_equal(narrow.tokens, greedy.tokens)
     np.testing.assert_allclose(narrow.scores, greedy.scores, atol=1e-5)
     assert np.all(wide.scores >= narrow.scores - 1e-5)

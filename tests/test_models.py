@@ -245,12 +245,22 @@ def test_seq2seq_with_each_mechanism_caches_generates_and_beams(name):
         np.testing.assert_allclose(to_numpy(step_alignments), alignments[:, t], atol=ATOL)
     greedy = generate(model, SOURCE, 5, start_id=1, eos_id=2)
     beam = generate(
-        model, SOURCE, 5, start_id=1, eos_id=2, sampler=samplers.get("beam", beam_width=1)
+        model,
+        SOURCE,
+        5,
+        start_id=1,
+        eos_id=2,
+        sampler=samplers.get("beam", beam_width=1, length_penalty=0),
     )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.attention, greedy.attention, atol=ATOL)
     wide = generate(
-        model, SOURCE, 5, start_id=1, eos_id=2, sampler=samplers.get("beam", beam_width=3)
+        model,
+        SOURCE,
+        5,
+        start_id=1,
+        eos_id=2,
+        sampler=samplers.get("beam", beam_width=3, length_penalty=0),
     )
     assert wide.tokens.shape == (3, 5) and np.all(wide.scores >= greedy.scores - 1e-4)
     clone = models.Seq2Seq.from_config(model.get_config())

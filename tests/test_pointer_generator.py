@@ -573,7 +573,7 @@ def test_copy_beam_width_1_equals_greedy_and_keeps_p_gen_per_beam(kwargs):
         weight.assign(rng.normal(0.0, 0.5, weight.shape).astype(weight.dtype))
     options = dict(start_id=1, eos_id=2, source_ext=source_ext)
     greedy = generate(model, source, 5, **options)
-    beam = generate(model, source, 5, sampler=samplers.BeamSampler(1), **options)
+    beam = generate(model, source, 5, sampler=samplers.BeamSampler(1, length_penalty=0), **options)
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     for field in ("scores", "attention", "p_gen"):
         np.testing.assert_allclose(getattr(beam, field), getattr(greedy, field), atol=1e-6)

@@ -195,14 +195,16 @@ def test_coverage_penalty_picks_the_covering_beam():
     paths = {2: log_probs[1, 2] + log_probs[2, 6], 3: log_probs[1, 3] + log_probs[3, 6]}
     covered = {2: attention[1] + attention[2], 3: attention[1] + attention[3]}
 
-    plain = generate(model, [[1]], 4, sampler=samplers.BeamSampler(3), eos_id=6)
+    plain = generate(model, [[1]], 4, sampler=samplers.BeamSampler(3, length_penalty=0.0), eos_id=6)
     np.testing.assert_array_equal(plain.tokens, [[2, 6, 0, 0]])
     np.testing.assert_allclose(plain.scores, [paths[2]], atol=1e-5)
     both = generate(
         model,
         [[1]],
         4,
-        sampler=samplers.BeamSampler(3, num_beams_returned=2, coverage_penalty_weight=1.0),
+        sampler=samplers.BeamSampler(
+            3, length_penalty=0.0, num_beams_returned=2, coverage_penalty_weight=1.0
+        ),
         eos_id=6,
     )
     expected = {t: paths[t] + coverage_reference(covered[t]) for t in (2, 3)}

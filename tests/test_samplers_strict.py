@@ -235,7 +235,7 @@ def test_start_id_is_the_first_decoder_input():
 def test_beam_defaults_and_bounds():
     assert samplers.get("beam").get_config() == {
         "beam_width": 4,
-        "length_penalty": 0.0,
+        "length_penalty": 1.0,
         "num_beams_returned": 1,
         "coverage_penalty_weight": 0.0,
     }
@@ -279,7 +279,9 @@ def test_a_beam_of_width_one_is_greedy():
     table = random_table(11)
     prompts = [[p] for p in range(1, V)]
     greedy = generate(TableModel(table), prompts, 4, sampler=samplers.GreedySampler())
-    beam = generate(TableModel(table), prompts, 4, sampler=samplers.BeamSampler(1))
+    beam = generate(
+        TableModel(table), prompts, 4, sampler=samplers.BeamSampler(1, length_penalty=0.0)
+    )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.scores, greedy.scores, atol=1e-5)
 

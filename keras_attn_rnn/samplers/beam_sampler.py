@@ -46,7 +46,15 @@ class BeamSampler(Sampler):
     Args:
         beam_width: number of beams.
         length_penalty: `alpha` of the length penalty; `0` ranks by the plain
-            sum of log-probabilities.
+            sum of log-probabilities (tfa's default), which favours short
+            outputs. The default, `1.0`, was chosen on real translations: a
+            beam of 4 on 1,200 English-French test pairs gave BLEU / chrF
+            8.6 / 17.8 at `0` (outputs 40 % shorter than the references),
+            11.9 / 20.1 at `0.6` and 12.1 / 20.8 at `1.0` (the references'
+            length), against 11.9 / 19.0 greedy
+            (`tools/length_penalty.py`, docs/results/real-text.md). With a
+            penalty, `beam_width=1` can end later than greedy decoding: an
+            EOS candidate is ranked with the shorter length.
         num_beams_returned: how many of the best beams to return (then
             `generate` returns `(B, n, max_length)` tokens, best first).
         coverage_penalty_weight: `beta` of the coverage penalty; `0` (the
@@ -70,7 +78,7 @@ class BeamSampler(Sampler):
     """
 
     def __init__(
-        self, beam_width=4, length_penalty=0.0, num_beams_returned=1, coverage_penalty_weight=0.0
+        self, beam_width=4, length_penalty=1.0, num_beams_returned=1, coverage_penalty_weight=0.0
     ):
         self.check_arguments(
             {
@@ -97,7 +105,7 @@ class BeamSampler(Sampler):
                 f"num_beams_returned must be at most beam_width={beam_width}. "
                 f"Received: num_beams_returned={returned!r}"
             )
-        check_number("length_penalty", arguments.get("length_penalty", 0.0))
+        check_number("length_penalty", arguments.get("length_penalty", 1.0))
         weight = arguments.get("coverage_penalty_weight", 0.0)
         check_number("coverage_penalty_weight", weight)
         if weight < 0:
