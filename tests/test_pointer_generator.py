@@ -185,6 +185,16 @@ def test_mixture_is_float32_under_float16_inputs_and_checks_num_oov():
             copying.pointer_generator_mixture(vocab, attention, p_gen, source_ext, bad)
 
 
+def test_extended_vocab_size_takes_a_vocabulary_of_one_and_refuses_other_sizes():
+    assert copying.extended_vocab_size(1, 0) == 1
+    assert copying.extended_vocab_size(1, 3) == 4
+    for bad in (0, -2, 2.0, True, None):
+        with pytest.raises(ValueError, match=r"static size\. Received: vocab_size="):
+            copying.extended_vocab_size(bad, 0)
+    with pytest.raises(ValueError, match=r"Received: num_oov=False"):
+        copying.extended_vocab_size(5, False)
+
+
 # ---------------------------------------------------------------- the loss
 
 
