@@ -172,7 +172,10 @@ with warnings.catch_warnings():
             default_factory=AttentionConfig, description="The attention: see `model.attention`."
         )
         attention_layer_size: int | None = Field(
-            None, ge=1, description="Seq2seq: width of the decoder's attention layer."
+            None,
+            ge=1,
+            description="Seq2seq: width of the decoder's attention layer `tanh(W [s_t; c_t])` "
+            "(unset: `model.units`).",
         )
         copy: bool = Field(
             False,

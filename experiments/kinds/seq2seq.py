@@ -121,7 +121,7 @@ class Seq2Seq(TaskKind):
             bidirectional=self.bidirectional(cfg),
             decoder=m.decoder,
             attention=self.attention(cfg),
-            attention_layer_size=m.attention_layer_size,
+            attention_layer_size=m.attention_layer_size or "auto",
             embedding_dim=m.embedding_dim,
             units=m.units,
             rnn=m.rnn,

@@ -1,0 +1,82 @@
+"""A sweep's finished runs as a Markdown table: one row per value of a parameter, each figure
+the mean (min-max) over the runs that share it (the seeds of `--grid train.seed=...`).
+
+    MLFLOW_TRACKING_URI=... python tools/seed_table.py EXPERIMENT [--by model.decoder] \
+        [--metrics test_bleu_greedy test_chrf_greedy ...]
+
+Seconds per epoch are each run's median `epoch_seconds` (the median resists an epoch slowed
+by another process), then averaged over the runs; parameters are `model_parameters`. Prints
+the run ids under the table, so every figure can be traced to its run in the MLflow UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from mlflow import MlflowClient
+
+METRICS = [
+    "test_bleu_greedy",
+    "test_chrf_greedy",
+    "test_bleu_beam",
+    "test_chrf_beam",
+    "test_exact_match_greedy",
+    "test_copy_baseline_chrf",
+    "best_epoch",
+]
+
+
+def collect(client: MlflowClient, experiment: str, by: str) -> dict[str, list[dict]]:
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise SystemExit(f"no experiment named {experiment!r} in {client.tracking_uri}")
+    groups: dict[str, list[dict]] = {}
+    for run in client.search_runs([found.experiment_id], "attributes.status = 'FINISHED'"):
+        if by not in run.data.params:  # the sweep's parent run
+            continue
+        history = client.get_metric_history(run.info.run_id, "epoch_seconds")
+        figures = dict(run.data.metrics)
+        figures["seconds_per_epoch"] = statistics.median(m.value for m in history)
+        figures["run_id"] = run.info.run_id
+        groups.setdefault(run.data.params[by], []).append(figures)
+    return groups
+
+
+def spread(values: list[float], digits: int) -> str:
+    mean = f"{statistics.fmean(values):.{digits}f}"
+    if len(values) == 1:
+        return mean
+    return f"{mean} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def table(groups: dict[str, list[dict]], by: str, metrics: list[str]) -> str:
+    columns = [*metrics, "seconds_per_epoch", "model_parameters"]
+    lines = [
+        "| " + " | ".join([by, "runs", *columns]) + " |",
+        "|" + "---|" * (len(columns) + 2),
+    ]
+    for value, runs in groups.items():
+        cells = [value, str(len(runs))]
+        for column in columns:
+            present = [run[column] for run in runs if column in run]
+            digits = 3 if "exact_match" in column else 0 if column == "model_parameters" else 1
+            cells.append(spread(present, digits) if present else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    for value, runs in groups.items():
+        lines.append(f"\n{by}={value}: " + ", ".join(run["run_id"] for run in runs))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment")
+    parser.add_argument("--by", default="model.decoder", help="the parameter of a row")
+    parser.add_argument("--metrics", nargs="+", default=METRICS)
+    args = parser.parse_args(argv)
+    client = MlflowClient()
+    print(table(collect(client, args.experiment, args.by), args.by, args.metrics))
+
+
+if __name__ == "__main__":
+    main()
