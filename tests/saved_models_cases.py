@@ -34,8 +34,10 @@ CASES = {
     "decoder_location": lambda: _decoder_model(
         LocationSensitiveAttention(5, filters=3, kernel_size=3)
     ),
-    "seq2seq_bahdanau": lambda: _seq2seq(
-        bidirectional=True, attention={"score": scores.Additive(5, normalize=True)}
+    "seq2seq_bahdanau": lambda: _seq2seq(  # saved when no attention layer was the default
+        bidirectional=True,
+        attention={"score": scores.Additive(5, normalize=True)},
+        attention_layer_size=None,
     ),
     "seq2seq_luong": lambda: _seq2seq(
         decoder="luong",
