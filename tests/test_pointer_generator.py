@@ -189,9 +189,13 @@ def test_extended_vocab_size_takes_a_vocabulary_of_one_and_refuses_other_sizes()
     assert copying.extended_vocab_size(1, 0) == 1
     assert copying.extended_vocab_size(1, 3) == 4
     for bad in (0, -2, 2.0, True, None):
-        with pytest.raises(ValueError, match=r"static size\. Received: vocab_size="):
+        with pytest.raises(ValueError, match=r"^the vocabulary axis of .* static size\. Received"):
             copying.extended_vocab_size(bad, 0)
-    with pytest.raises(ValueError, match=r"Received: num_oov=False"):
+    num_oov_message = (
+        r"^num_oov must be a non-negative Python int \(the number of extended ids; e\.g\. the "
+        r"largest count of a batch\)\. Received: num_oov=False$"
+    )
+    with pytest.raises(ValueError, match=num_oov_message):
         copying.extended_vocab_size(5, False)
 
 
