@@ -202,6 +202,19 @@ def test_extended_vocab_size_takes_a_vocabulary_of_one_and_refuses_other_sizes()
 # ---------------------------------------------------------------- the loss
 
 
+def test_pointer_generator_nll_per_step_with_its_default_epsilon():
+    probabilities = np.array([[[0.1, 0.1, 0.8], [1.0, 0.0, 0.0]]], "float32")
+    got = to_numpy(losses.pointer_generator_nll(np.array([[2, 0]]), probabilities))
+    np.testing.assert_allclose(got[0, 0], -np.log(0.8), rtol=1e-6)
+    assert got[0, 1] == 0.0  # padding costs exactly nothing
+    # one step, two rows: a zero probability costs -log(1e-7), the default epsilon
+    one_step = np.array([[[1.0, 0.0, 0.0]], [[0.0, 0.5, 0.5]]], "float32")
+    got = to_numpy(losses.pointer_generator_nll(np.array([[1], [2]]), one_step))
+    assert got.shape == (2, 1)
+    np.testing.assert_allclose(got, [[-np.log(1e-7)], [-np.log(0.5)]], rtol=1e-5)
+
+
+
 def targets():
     return np.array(
         [
