@@ -217,7 +217,7 @@ def test_a_pairs_run_scores_like_sacrebleu_and_its_served_model_translates(tmp_p
     (run,) = runs(uri, "pairs")
     metrics = run.data.metrics
     for name in ("bleu_greedy", "chrf_greedy", "bleu_beam", "chrf_beam", "copy_baseline_chrf"):
-        assert 0 <= metrics[f"test_{name}"] <= 100
+        assert 0 <= metrics[f"test_{name}"] <= 100 + 1e-9  # sacrebleu: 100.00000000000004
     assert metrics["test_chrf_greedy"] > metrics["test_copy_baseline_chrf"]  # it learnt
     texts = Path(
         mlflow.artifacts.download_artifacts(

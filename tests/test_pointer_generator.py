@@ -214,7 +214,6 @@ def test_pointer_generator_nll_per_step_with_its_default_epsilon():
     np.testing.assert_allclose(got, [[-np.log(1e-7)], [-np.log(0.5)]], rtol=1e-5)
 
 
-
 def targets():
     return np.array(
         [

@@ -175,7 +175,7 @@ def _response(status: int) -> requests.Response:
     return response
 
 
-def test_errors_are_classified_by_type_not_message(monkeypatch):
+def test_errors_are_classified_by_type_and_a_raced_insert_by_the_database_s_words(monkeypatch):
     # MLflow's REST client wraps the requests error it caught: the outage is the context.
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     with pytest.raises(MlflowException) as refused:
@@ -191,6 +191,18 @@ def test_errors_are_classified_by_type_not_message(monkeypatch):
         requests.HTTPError(response=_response(429)),
         RestException({"error_code": "INTERNAL_ERROR", "message": "database went away"}),
         MlflowException("busy", error_code=TEMPORARILY_UNAVAILABLE),
+        # two tune workers logging the same dataset at once (seen in CI on PostgreSQL)
+        RestException(
+            {
+                "error_code": "BAD_REQUEST",
+                "message": "(psycopg.errors.UniqueViolation) duplicate key value violates "
+                'unique constraint "dataset_pk" DETAIL: Key (experiment_id, name, digest)'
+                "=(1, reverse-train, 1196dc2b) already exists.",
+            }
+        ),
+        RestException(
+            {"error_code": "BAD_REQUEST", "message": "UNIQUE constraint failed: datasets.name"}
+        ),
     ]
     for err in transient:
         assert is_transient(err), repr(err)
@@ -204,6 +216,7 @@ def test_errors_are_classified_by_type_not_message(monkeypatch):
         MlflowException("API request to http://x failed", error_code=INVALID_PARAMETER_VALUE),
         MlflowException("API request to http://x: no run", error_code=RESOURCE_DOES_NOT_EXIST),
         ValueError("bad param"),
+        RestException({"error_code": "BAD_REQUEST", "message": "Changing param values"}),
     ]
     for err in permanent:
         assert not is_transient(err), repr(err)

@@ -46,11 +46,16 @@ class Output:
         return numbers[-1] if numbers else None
 
 
-def _until(predicate, seconds: float, what: str, procs=()):
+def _until(predicate, seconds: float, what: str, outputs=()):
     deadline = time.monotonic() + seconds
     while not predicate():
-        for proc in procs:
-            assert proc.poll() is None, f"a worker exited before {what}"
+        for output in outputs:
+            if output.proc.poll() is not None:
+                output.thread.join(timeout=10)
+                raise AssertionError(
+                    f"a worker exited ({output.proc.returncode}) before {what}:\n"
+                    + output.text()[-4000:]
+                )
         assert time.monotonic() < deadline, f"no {what} within {seconds} s"
         time.sleep(0.2)
 
@@ -93,7 +98,7 @@ def test_two_workers_on_postgres_and_an_mlflow_server_survive_a_killed_worker(tm
             )
             return bool(found) and bool(client.get_metric_history(found[0].info.run_id, "loss"))
 
-        _until(training, 300, "a training trial on worker 0", workers)
+        _until(training, 300, "a training trial on worker 0", outputs)
         killed = outputs[0].started_trial()
         workers[0].send_signal(signal.SIGKILL)
         workers[0].wait(timeout=30)

@@ -50,6 +50,10 @@ NETWORK_ERRORS = (
 BUSY_CODES = frozenset(
     {"TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}
 )
+# Two processes logging the same row at once (two tune workers, the same dataset): MLflow's
+# store looks for the row, then inserts it, so the second insert breaks the table's key and
+# the server answers 400 with the database's words. Tried again, the row is found and reused.
+RACED_INSERT = ("duplicate key value violates unique constraint", "UNIQUE constraint failed")
 SQLITE_FULL = 13  # "database or disk is full"
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
@@ -60,6 +64,8 @@ def is_transient(err: BaseException) -> bool:
         return False
     for cause in causes(err):
         if isinstance(cause, NETWORK_ERRORS):
+            return True
+        if isinstance(cause, MlflowException) and any(w in cause.message for w in RACED_INSERT):
             return True
         if isinstance(cause, requests.HTTPError) and cause.response is not None:
             return transient_status(cause.response.status_code)
