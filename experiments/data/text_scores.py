@@ -50,8 +50,10 @@ def signatures(tokenize: str = "13a") -> dict[str, str]:
 class SplitTexts:
     """A test split as strings: its sources, its references (the targets as written, for a
     task that read them from a file, else as decoded) and each decoding's hypotheses
-    (a copied word written as itself), scored with BLEU tokenisation `tokenize`."""
+    (a copied word written as itself, by `vocab`), scored with BLEU tokenisation `tokenize`."""
 
+    split: object
+    vocab: object
     sources: list[str]
     references: list[str]
     tokenize: str = "13a"
@@ -59,22 +61,22 @@ class SplitTexts:
 
     @classmethod
     def of(cls, task, split) -> SplitTexts:
+        vocab = task.output_vocab
         if split.texts is not None:
             sources = [source for source, _ in split.texts]
             references = [target for _, target in split.texts]
         else:
-            vocab = task.output_vocab
             sources = [source_text(task, split, i) for i in range(len(split))]
             references = [
                 vocab.decode_extended(split.targets[i], split.words(i)) for i in range(len(split))
             ]
-        return cls(sources, references, task.bleu_tokenize)
+        return cls(split, vocab, sources, references, task.bleu_tokenize)
 
-    def score(self, name: str, task, split, decoded) -> dict[str, float]:
-        """`{"bleu_NAME", "chrf_NAME"}` of the decodings `decoded` (ids) of `split`."""
-        vocab = task.output_vocab
+    def score(self, name: str, decoded) -> dict[str, float]:
+        """`{"bleu_NAME", "chrf_NAME"}` of the decodings `decoded` (ids) of the split."""
+        words = self.split.words
         self.hypotheses[name] = [
-            vocab.decode_extended(decoded[i], split.words(i)) for i in range(len(split))
+            self.vocab.decode_extended(decoded[i], words(i)) for i in range(len(self.split))
         ]
         scores = corpus_scores(self.hypotheses[name], self.references, self.tokenize)
         return {f"bleu_{name}": scores["bleu"], f"chrf_{name}": scores["chrf"]}

@@ -164,7 +164,7 @@ class Seq2Seq(TaskKind):
                 decoded = self._decoded(model, sampler, split, seed)
                 if name != "greedy":
                     out[f"exact_match_{name}"] = metrics.exact_match(split.targets, decoded)
-                out |= texts.score(name, task, split, decoded)
+                out |= texts.score(name, decoded)
             self.test_texts = texts
         finally:
             self._decodings = None
