@@ -6,12 +6,20 @@ thread, so a run stops exactly as on Ctrl+C (KILLED, checkpoint kept); later
 ones are ignored while the command winds down. `deferred()` holds a SIGTERM
 back until the block is done: ending a run (spool upload, final status) is
 not cut in the middle.
+
+A signal handler's exception is lost when the signal lands in code whose
+exceptions Python only reports ("Exception ignored in ..."): a `__del__`, a
+weakref or garbage-collector callback (JAX registers one). Such a lost
+`Terminated` is sent again, from outside that code, so one SIGTERM always stops
+the command.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 
 from experiments.errors import Terminated
@@ -37,10 +45,22 @@ def sigterm_as_interrupt():
         return
     _state.update(received=False, deferring=0, pending=False, installed=True)
     previous = signal.signal(signal.SIGTERM, _handler)
+    previous_hook = sys.unraisablehook
+
+    def redeliver_a_lost_terminated(unraisable):
+        if isinstance(unraisable.exc_value, Terminated):
+            _state["received"] = False
+            # From a thread, a moment later: the main thread has left the code that lost it.
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = redeliver_a_lost_terminated
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = previous_hook
         _state["installed"] = False
 
 
