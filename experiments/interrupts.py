@@ -51,7 +51,9 @@ def sigterm_as_interrupt():
         if isinstance(unraisable.exc_value, Terminated):
             _state["received"] = False
             # From a thread, a moment later: the main thread has left the code that lost it.
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM))
+            again.daemon = True  # never what keeps a finishing process alive
+            again.start()
             return
         previous_hook(unraisable)
 
