@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools.seed_table import spread
+
 TOOLS = Path(__file__).resolve().parent
 
 # The ready textcls config's settings before the small-real-text defaults.
@@ -105,12 +107,6 @@ def run_once(args, overrides: list[str], seed: int) -> dict:
     return out
 
 
-def spread(values: list[float], digits: int = 3) -> str:
-    """`mean (min-max)`."""
-    mean = sum(values) / len(values)
-    return f"{mean:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
-
-
 def table(results: dict[str, list[dict]], args) -> str:
     seeds = " ".join(str(s) for s in args.seeds)
     lines = [
@@ -121,7 +117,7 @@ def table(results: dict[str, list[dict]], args) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, rows in results.items():
-        cells = [spread([r[key] for r in rows]) for key in COLUMNS]
+        cells = [spread([r[key] for r in rows], 3) for key in COLUMNS]
         cells.append(spread([r["best_epoch"] for r in rows], 1))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
