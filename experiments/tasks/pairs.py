@@ -215,13 +215,14 @@ class PairsTask(TaskSection):
     def _tokenizers(self, train):
         """The source and target tokenizers, learnt on the training split only."""
         sources, targets = [s for s, _ in train], [t for _, t in train]
+        size = self.vocabulary_size
         if self.shared_vocabulary:
             shared = self._tokenizer()
-            shared.adapt(sources + targets)
+            units.adapt(shared, sources + targets, "task.vocabulary_size", size)
             return shared, shared
         source, target = self._tokenizer(), self._tokenizer()
-        source.adapt(sources)
-        target.adapt(targets)
+        units.adapt(source, sources, "task.vocabulary_size", size)
+        units.adapt(target, targets, "task.vocabulary_size", size)
         return source, target
 
     def _tokenizer(self):
