@@ -245,3 +245,42 @@ def test_a_pairs_run_scores_like_sacrebleu_and_its_served_model_translates(tmp_p
             url, {"inputs": ["the cat"], "params": {"sampler": "beam", "beam_width": 0}}
         )
         assert status == 400 and "beam_width" in json.dumps(answer)
+
+
+def test_a_jsonl_row_nested_too_deep_is_refused_naming_its_line(tmp_path, capsys):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"source": "hello", "target": "bonjour"}\n' + "[" * 100_000 + "\n")
+    err = _refused(
+        tmp_path,
+        capsys,
+        {"path": str(path), "max_row_chars": 200_000},
+        f"task.path: row 2 (line 2) of {path} nests arrays or objects deeper",
+        "Received: '[[[[",
+    )
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def test_a_vocabulary_too_small_for_the_characters_is_refused(tmp_path, capsys):
+    # 400 distinct characters: more than SentencePiece's 300 pieces (256 bytes among them)
+    chars = [chr(0x4E00 + i) for i in range(400)]
+    pairs = [("".join(chars[i : i + 20]), "".join(chars[i + 1 : i + 21])) for i in range(380)]
+    path = write_tsv(tmp_path / "pairs.tsv", pairs)
+    err = _refused(
+        tmp_path,
+        capsys,
+        {"path": str(path), "vocabulary_size": 300},
+        "task.vocabulary_size: the tokenizer could not learn a vocabulary of at most 300 tokens",
+        "Vocabulary size is smaller than required_chars",
+        "Received: task.vocabulary_size=300",
+    )
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("fields", [{}, {"source_field": 0, "target_field": 1}])
+def test_a_byte_order_mark_is_not_part_of_the_first_field(tmp_path, fields):
+    pairs = toy_pairs(60)
+    path = write_tsv(tmp_path / "pairs.tsv", pairs, header=None if fields else "source\ttarget")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Excel and Notepad save UTF-8
+    task = task_of(path=str(path), units="word", **fields)
+    texts = [s for split in (task.train, task.val, task.test) for s, _ in split.texts]
+    assert sorted(texts) == sorted({s for s, _ in pairs})  # the first one without "\ufeff"

@@ -280,13 +280,14 @@ class PairsTask(TaskSection):
         if self.subword_model_path is not None:
             given = _given_subword_model(self.subword_model_path, self.lowercase)
             return given, given
+        size = self.vocabulary_size
         if self.shared_vocabulary:
             shared = self._tokenizer()
-            shared.adapt(sources + targets)
+            units.adapt(shared, sources + targets, "task.vocabulary_size", size)
             return shared, shared
         source, target = self._tokenizer(), self._tokenizer()
-        source.adapt(sources)
-        target.adapt(targets)
+        units.adapt(source, sources, "task.vocabulary_size", size)
+        units.adapt(target, targets, "task.vocabulary_size", size)
         return source, target
 
     def _tokenizer(self):

@@ -3,8 +3,10 @@
 Each split (train, validation, test, and the generalisation split when the
 task has one) is a `mlflow.data.from_numpy` dataset of its arrays, so its
 digest changes whenever the data does and its schema and row count show in
-the UI. The source is the file a task read (with its SHA-256 in the input's
-tags), or, for generated data, the generator module, its seed and its config.
+the UI. The source is the file a task read the split from (with its SHA-256 and the
+config key that names the file in the input's tags, `file_sha256` and `file_key`:
+what `resume` checks the file against), or, for generated data, the generator
+module, its seed and its config.
 """
 
 from __future__ import annotations
@@ -22,23 +24,23 @@ from experiments.config import ExperimentConfig
 from experiments.data.task import Task
 
 CONTEXTS = {"train": "training", "val": "validation", "test": "testing"}
+# The input tags of a split read from a file: its SHA-256, and the config key naming it (a
+# run logged before `file_key` existed read all its splits from `task.path`).
+FILE_DIGEST = "file_sha256"
+FILE_KEY = "file_key"
 
 
 def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
     """One `DatasetInput` per split, with its context (`training`, `validation`, ...)."""
-    path = getattr(cfg.task, "path", None)
-    tags = {}
-    if path:
-        tags["file_sha256"] = file_digest(path)
-        source = path
-    else:
-        source = CodeDatasetSource(
-            {
-                "generator": type(cfg.task).__module__,  # the task's module
-                "seed": str(cfg.task.seed),
-                "task_config": json.dumps(cfg.task.model_dump(mode="json"), sort_keys=True),
-            }
-        )
+    files = data_files(cfg.task)
+    digests = {key: file_digest(path) for key, path in files.items()}
+    generated = CodeDatasetSource(
+        {
+            "generator": type(cfg.task).__module__,  # the task's module
+            "seed": str(cfg.task.seed),
+            "task_config": json.dumps(cfg.task.model_dump(mode="json"), sort_keys=True),
+        }
+    )
     splits = {name: getattr(task, name) for name in CONTEXTS}
     contexts = dict(CONTEXTS)
     if task.generalization is not None:
@@ -54,6 +56,10 @@ def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
         targets = {"y": split.y}
         if split.alignment is not None:
             targets["alignment"] = split.alignment
+        key = f"task.{name}_path" if f"task.{name}_path" in files else "task.path"
+        source, tags = generated, {}
+        if key in files:  # the file this split was read from
+            source, tags = files[key], {FILE_DIGEST: digests[key], FILE_KEY: key}
         with warnings.catch_warnings():
             # MLflow registers its local-file source twice, then warns that a path could be
             # either of them (they are the same class)
@@ -62,8 +68,30 @@ def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
                 features, source=source, targets=targets, name=f"{task.name}-{name}"
             )
         input_tags = [InputTag(MLFLOW_DATASET_CONTEXT, contexts[name])]
-        input_tags += [InputTag(key, value) for key, value in tags.items()]
+        input_tags += [InputTag(tag, value) for tag, value in tags.items()]
         out.append(DatasetInput(dataset._to_mlflow_entity(), tags=input_tags))
+    return out
+
+
+def data_files(section) -> dict[str, str]:
+    """The files of yours a task section reads, by config key: `task.path`, or
+    `task.train_path`, `task.val_path` and `task.test_path` (its fields named `path` or
+    `*_path` that are set)."""
+    return {
+        f"task.{name}": value
+        for name in type(section).model_fields
+        if (name == "path" or name.endswith("_path")) and (value := getattr(section, name))
+    }
+
+
+def logged_digests(inputs) -> dict[str, str]:
+    """The SHA-256 a run logged of each file it read, by config key, from its dataset inputs
+    (`run.inputs.dataset_inputs`); empty for generated data."""
+    out = {}
+    for item in inputs:
+        tags = {tag.key: tag.value for tag in item.tags}
+        if FILE_DIGEST in tags:
+            out[tags.get(FILE_KEY, "task.path")] = tags[FILE_DIGEST]
     return out
 
 

@@ -27,6 +27,7 @@ from experiments.data.task import Task
 from experiments.errors import NonFiniteLoss, Terminated, exit_for, invalid_config
 from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
+from experiments.tracking.tracker import VOCAB_ARTIFACT
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
 from experiments.training.batches import EpochBatches
@@ -256,7 +257,7 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
         }
     )
     tracker.log_config(cfg)
-    tracker.log_dict(task.vocabularies(), "vocab.json")
+    tracker.log_dict(task.vocabularies(), VOCAB_ARTIFACT)
     tracker.log_inputs(datasets.dataset_inputs(cfg, task))
     tracker.log_metrics({"duplicate_rows": task.duplicate_rows, **task.data_counts}, 0)
     if task.duplicate_rows:
