@@ -143,8 +143,10 @@ def load_or_build(
 def _load(folder: Path) -> Corpus:
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     source = tokenizers.get(meta["tokenizers"]["source"])
-    target = source if meta["tokenizers"]["target"] is None else tokenizers.get(
-        meta["tokenizers"]["target"]
+    target = (
+        source
+        if meta["tokenizers"]["target"] is None
+        else tokenizers.get(meta["tokenizers"]["target"])
     )
     store = TokenStore(folder / "train", (SOURCE, TARGET))
     texts = json.loads((folder / "eval.json").read_text(encoding="utf-8"))
@@ -164,7 +166,7 @@ class _Scan:
     rows: int
     pair_hashes: np.ndarray  # uint64 (rows,)
     source_hashes: np.ndarray  # uint32 (rows,): the split hash
-    sample: list[tuple[int, str, str]]  # (split hash, source, target) of training rows
+    sample: list[tuple[int, int, str, str]]  # (row, split hash, source, target), training rows
 
 
 def _scan(path, settings: Settings, read) -> _Scan:
@@ -184,11 +186,11 @@ def _scan(path, settings: Settings, read) -> _Scan:
             pairs.append(int.from_bytes(blake(pair, digest_size=8).digest()))
             if split_hash >= floor:  # a training row whatever the lowered fractions
                 if seen < size:
-                    sample.append((split_hash, source, target))
+                    sample.append((len(sources) - 1, split_hash, source, target))
                 else:
                     j = rng.randrange(seen + 1)
                     if j < size:
-                        sample[j] = (split_hash, source, target)
+                        sample[j] = (len(sources) - 1, split_hash, source, target)
                 seen += 1
             shown.add()
     return _Scan(
@@ -238,7 +240,7 @@ def _build(path, settings: Settings, read, key: str, folder: Path) -> dict:
     val_bound, test_bound = 0, 0  # a training file: every row is training
     if settings.split_here:
         val_bound, test_bound = split_bounds(scan.source_hashes[keep], settings, key, path)
-    sample = [(s, t) for h, s, t in scan.sample if h >= test_bound]
+    sample = [(s, t) for row, h, s, t in scan.sample if h >= test_bound and keep[row]]
     scan.sample = None
     sample_rows = len(sample)
     progress.note(

@@ -1,4 +1,9 @@
-"""The epoch data feed: shuffled mini-batches that depend only on (seed, epoch)."""
+"""The epoch data feed: shuffled mini-batches that depend only on (seed, epoch).
+
+`epoch_batches` chooses: `EpochBatches` for a split in memory (every batch padded alike),
+`LengthBatches` for one in a token store (batches of rows of similar lengths, each padded
+to its own longest row).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,18 @@ import math
 
 import keras
 import numpy as np
+
+from experiments.data.stored_split import StoredSplit
+
+
+def epoch_batches(
+    split, batch_size: int, seed: int, epoch: int = 0, inputs=None, shard=(0, 1), **options
+):
+    """The training feed of `split`: `LengthBatches` for a `StoredSplit` (`options`:
+    `batch_tokens`, `multiple`), else `EpochBatches`."""
+    if isinstance(split, StoredSplit):
+        return LengthBatches(split, batch_size, seed, epoch, inputs, shard, **options)
+    return EpochBatches(split, batch_size, seed, epoch, inputs, shard)
 
 
 class EpochBatches(keras.utils.PyDataset):
@@ -75,7 +92,7 @@ class LengthBatches(keras.utils.PyDataset):
         shard=(0, 1),
         batch_tokens: int | None = None,
         multiple: int = 1,
-        pad_to: int = 8,
+        pad_to: int = 4,
     ):
         super().__init__()
         self.split, self.seed, self.epoch = split, seed, epoch
