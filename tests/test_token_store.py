@@ -35,3 +35,13 @@ def test_a_chunk_with_uneven_fields_is_refused(tmp_path):
     with pytest.raises(ValueError, match="the same number of rows"):
         writer.append({"a": [[1]], "b": [[1], [2]]})
     writer.abort()
+
+
+def test_rows_past_a_limit_are_cut_and_counted(tmp_path):
+    writer = StoreWriter(tmp_path / "s", ("a", "b"))
+    cut = writer.append({"a": [[1, 2, 3, 4], [5], [6, 7, 8]], "b": [[9], [10, 11], []]}, {"a": 2})
+    writer.close()
+    assert cut == {"a": 2, "b": 0}
+    store = TokenStore(tmp_path / "s", ("a", "b"))
+    assert [r.tolist() for r in store.rows("a", [0, 1, 2])] == [[1, 2], [5], [6, 7]]
+    assert [r.tolist() for r in store.rows("b", [0, 1, 2])] == [[9], [10, 11], []]

@@ -270,16 +270,13 @@ def _build(path, settings: Settings, read, key: str, folder: Path) -> dict:
     chunk: list[tuple[str, str]] = []
 
     def flush():
-        sources = source_tokenizer.encode_batch([s for s, _ in chunk])
-        targets = target_tokenizer.encode_batch([t for _, t in chunk])
-        cut["sources"] += sum(len(ids) > source_length for ids in sources)
-        cut["targets"] += sum(len(ids) > target_length for ids in targets)
-        writer.append(
-            {
-                SOURCE: [ids[:source_length] for ids in sources],
-                TARGET: [ids[:target_length] for ids in targets],
-            }
-        )
+        columns = {
+            SOURCE: source_tokenizer.encode_batch([s for s, _ in chunk]),
+            TARGET: target_tokenizer.encode_batch([t for _, t in chunk]),
+        }
+        counted = writer.append(columns, {SOURCE: source_length, TARGET: target_length})
+        cut["sources"] += counted[SOURCE]
+        cut["targets"] += counted[TARGET]
         chunk.clear()
 
     try:

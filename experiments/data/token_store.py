@@ -42,20 +42,30 @@ class StoreWriter:
         self._lengths = {f: open(self.folder / f"{f}.len.tmp", "wb") for f in self.fields}  # noqa: SIM115
         self.rows = 0
 
-    def append(self, columns: dict[str, list[list[int]]]) -> None:
-        """Add one chunk: `columns[field]` is a list of id lists, as many for every field."""
+    def append(self, columns: dict[str, list[list[int]]], limits: dict | None = None) -> dict:
+        """Add one chunk: `columns[field]` is a list of id lists, as many for every field;
+        with `limits[field]`, each row of that field is cut to that many ids. Returns how
+        many rows of each field were cut."""
         counts = {len(rows) for rows in columns.values()}
         if len(counts) != 1 or set(columns) != set(self.fields):
             raise ValueError(
                 f"a chunk needs the same number of rows for each of {self.fields}. Received: "
                 f"{ {name: len(rows) for name, rows in columns.items()} }"
             )
+        cut = {}
         for name, rows in columns.items():
             lengths = np.fromiter(map(len, rows), OFFSETS, len(rows))
             flat = np.fromiter(itertools.chain.from_iterable(rows), IDS, int(lengths.sum()))
+            limit = (limits or {}).get(name)
+            cut[name] = 0 if limit is None else int((lengths > limit).sum())
+            if cut[name]:  # keep each row's first `limit` ids
+                starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+                flat = flat[np.arange(len(flat)) - starts < limit]
+                lengths = np.minimum(lengths, limit)
             flat.tofile(self._ids[name])
             lengths.tofile(self._lengths[name])
         self.rows += counts.pop()
+        return cut
 
     def close(self) -> None:
         """Write the `.npy` files of every field."""
