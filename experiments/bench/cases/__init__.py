@@ -24,6 +24,7 @@ BENCHMARKS = {
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,
     "tokenizer_training": text.tokenizer_training,
+    "length_buckets_speedup": corpus.length_buckets_speedup,
     "corpus_memory": corpus.corpus_memory,
     "corpus_first_step": corpus.corpus_first_step,
 }

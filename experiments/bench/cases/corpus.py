@@ -179,3 +179,75 @@ def corpus_first_step(options: Options) -> dict:
         "cached_within_budget": cached["first_step_s"] <= CACHED_FIRST_STEP_BUDGET_S,
         "phases": large["phases"],
     }
+
+
+def length_buckets_speedup(options: Options) -> dict:
+    """Training tokens per second with length-bucketed batches (`LengthBatches`) over the
+    same rows padded alike to the split's longest (`EpochBatches`, how the training split
+    was fed before), on the real pairs that ship with the `pairs` config (subword units):
+    the same model, seed and epochs each, fitted in turn; their validation losses ride along
+    (the goal holds at the same loss, within 2 %)."""
+    from experiments import config as config_lib  # noqa: PLC0415 - the runner's heavy parts
+    from experiments.training import run  # noqa: PLC0415
+    from experiments.training.batches import EpochBatches, LengthBatches  # noqa: PLC0415
+
+    size = options.sizes["buckets"]
+    with tempfile.TemporaryDirectory(prefix="attn-rnn-buckets-") as cache:
+        previous = os.environ.get("ATTN_RNN_DATA_CACHE")
+        os.environ["ATTN_RNN_DATA_CACHE"] = cache
+        try:
+            cfg = config_lib.validate(
+                {
+                    "task": {
+                        "name": "pairs",
+                        "path": str(_shipped_pairs()),
+                        "vocabulary_size": size["vocabulary_size"],
+                    },
+                    "model": {"units": size["units"], "embedding_dim": size["units"]},
+                    "train": {"batch_size": size["batch_size"], "seed": options.seed},
+                }
+            )
+            prepared = run.validate(cfg)
+        finally:
+            if previous is None:
+                os.environ.pop("ATTN_RNN_DATA_CACHE")
+            else:
+                os.environ["ATTN_RNN_DATA_CACHE"] = previous
+    cfg, task = prepared.cfg, prepared.task
+    dense = task.train.take(slice(None))  # every row padded to the split's longest
+    feeds = {
+        "buckets": LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed),
+        "padded": EpochBatches(dense, cfg.train.batch_size, cfg.train.seed),
+    }
+    tokens = task.kind.tokens_per_epoch(task.train) * size["epochs"]
+    seconds, losses = {}, {}
+    for name, feed in feeds.items():
+        import keras  # noqa: PLC0415
+
+        keras.utils.set_random_seed(options.seed)
+        model = task.kind.build_model(cfg, task)
+        run.compile_model(model, cfg, task)
+        model.train_on_batch(*feed[0])  # traced before the clock starts
+        started = time.perf_counter()
+        model.fit(feed, epochs=size["epochs"], verbose=0)
+        seconds[name] = time.perf_counter() - started
+        losses[name] = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
+    ratio = seconds["padded"] / seconds["buckets"]
+    return {
+        "ratio": ratio,
+        "spread": {"iqr": [ratio, ratio], "what": "one fit of each"},
+        "project_s": seconds["buckets"],
+        "peer_s": seconds["padded"],
+        "shapes": {**size, "train_rows": len(task.train), "padded_width": dense.x.shape[1]},
+        "project": "LengthBatches (rows of similar length, padded per batch)",
+        "peer": "EpochBatches over the split padded to its longest row",
+        "tokens_per_second": {name: tokens / s for name, s in seconds.items()},
+        "val_loss": losses,
+        "val_loss_within_2_percent": abs(losses["buckets"] / losses["padded"] - 1) <= 0.02,
+    }
+
+
+def _shipped_pairs() -> Path:
+    from experiments import ready_configs  # noqa: PLC0415
+
+    return ready_configs.directory() / "data" / "software_en_fr.tsv"
