@@ -43,7 +43,7 @@ PROFILES = {
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
         "tracking": dict(config="needle", set=["task.num_examples=1000"]),
         "tokenizer": dict(pairs=20_000, vocabulary_size=4000),
-        "corpus": dict(small=20_000, large=200_000, sample=10_000),
+        "corpus": dict(small=5_000, large=50_000, sample=5_000),
         "buckets": dict(epochs=1, units=32, vocabulary_size=1000, batch_size=32),
         "repeats": dict(
             fast=8,

@@ -131,6 +131,11 @@ def measure(options: Options) -> dict:
     return runs
 
 
+def _one(ratio: float, what: str) -> dict:
+    """The spread of a single measurement: the ratio itself."""
+    return {"iqr": [ratio, ratio], "min": ratio, "max": ratio, "what": what}
+
+
 def _shapes(options: Options, runs: dict) -> dict:
     size = options.sizes["corpus"]
     return {**size, "large_file_mb": round(runs["file_mb"], 1)}
@@ -145,7 +150,7 @@ def corpus_memory(options: Options) -> dict:
     ratio = large["peak_rss_anon_mb"] / small["peak_rss_anon_mb"]
     return {
         "ratio": ratio,
-        "spread": {"iqr": [ratio, ratio], "what": "one measurement of each file"},
+        "spread": _one(ratio, "one measurement of each file"),
         "project_s": large["peak_rss_anon_mb"],
         "peer_s": small["peak_rss_anon_mb"],
         "shapes": _shapes(options, runs),
@@ -169,7 +174,7 @@ def corpus_first_step(options: Options) -> dict:
     ratio = large["first_step_s"] / FIRST_STEP_BUDGET_S
     return {
         "ratio": ratio,
-        "spread": {"iqr": [ratio, ratio], "what": "one measurement"},
+        "spread": _one(ratio, "one measurement"),
         "project_s": large["first_step_s"],
         "peer_s": FIRST_STEP_BUDGET_S,
         "shapes": _shapes(options, runs),
@@ -235,7 +240,7 @@ def length_buckets_speedup(options: Options) -> dict:
     ratio = seconds["padded"] / seconds["buckets"]
     return {
         "ratio": ratio,
-        "spread": {"iqr": [ratio, ratio], "what": "one fit of each"},
+        "spread": _one(ratio, "one fit of each"),
         "project_s": seconds["buckets"],
         "peer_s": seconds["padded"],
         "shapes": {**size, "train_rows": len(task.train), "padded_width": dense.x.shape[1]},
