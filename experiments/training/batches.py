@@ -19,7 +19,8 @@ def epoch_batches(
     split, batch_size: int, seed: int, epoch: int = 0, inputs=None, shard=(0, 1), **options
 ):
     """The training feed of `split`: `LengthBatches` for a `StoredSplit` (`options`:
-    `batch_tokens`, `multiple`), else `EpochBatches`."""
+    `batch_tokens`, `multiple`, `pad_to`), else `EpochBatches` (every batch padded alike:
+    `options` do not apply)."""
     if isinstance(split, StoredSplit):
         return LengthBatches(split, batch_size, seed, epoch, inputs, shard, **options)
     return EpochBatches(split, batch_size, seed, epoch, inputs, shard)

@@ -13,7 +13,6 @@ module, its seed and its config.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 
@@ -25,6 +24,7 @@ from mlflow.entities import DatasetInput, InputTag
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from experiments.config import ExperimentConfig
+from experiments.data.corpus import file_digest
 from experiments.data.stored_split import StoredSplit
 from experiments.data.task import Task
 
@@ -118,12 +118,3 @@ def logged_digests(inputs) -> dict[str, str]:
         if FILE_DIGEST in tags:
             out[tags.get(FILE_KEY, "task.path")] = tags[FILE_DIGEST]
     return out
-
-
-def file_digest(path: str) -> str:
-    """SHA-256 of a file, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

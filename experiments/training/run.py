@@ -359,12 +359,13 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
 
 
 def _sizes(cfg) -> dict:
-    """What a length-bucketed feed takes besides the batch size: the token budget and the
-    replicas a batch is split over."""
-    if cfg.train.batch_tokens is None:
-        return {}
-    replicas = distribute.planned_replicas(cfg.train.distribute)
-    return {"batch_tokens": cfg.train.batch_tokens, "multiple": replicas}
+    """What a length-bucketed feed takes besides the batch size: the token budget, the
+    replicas a batch is split over and the backend's padding multiple (see `epoch_batches`)."""
+    sizes = {"pad_to": backends.current().pad_multiple}
+    if cfg.train.batch_tokens is not None:
+        replicas = distribute.planned_replicas(cfg.train.distribute)
+        sizes.update(batch_tokens=cfg.train.batch_tokens, multiple=replicas)
+    return sizes
 
 
 def _restore_best(trained, folder: Path) -> int | None:
