@@ -30,16 +30,22 @@ OFFSETS = "int64"
 class StoreWriter:
     """Appends rows of ids to the fields of one split in `folder`, a chunk at a time.
 
-    The ids go to `NAME.ids.tmp` files as they come (nothing is kept in memory but one
-    chunk); `close` writes each field's `.npy` files and removes the temporary ones.
+    Each field's ids and offsets go straight to their `.npy` files as they come (nothing is
+    kept in memory but one chunk, and no file is mapped while writing); `close` writes the
+    final row counts into the files' headers.
     """
 
     def __init__(self, folder: Path, fields: Sequence[str]):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fields = tuple(fields)
-        self._ids = {f: open(self.folder / f"{f}.ids.tmp", "wb") for f in self.fields}  # noqa: SIM115
-        self._lengths = {f: open(self.folder / f"{f}.len.tmp", "wb") for f in self.fields}  # noqa: SIM115
+        self._ids = {f: _NpyAppender(self.folder / f"{f}.npy", IDS) for f in self.fields}
+        self._offsets = {
+            f: _NpyAppender(self.folder / f"{f}_offsets.npy", OFFSETS) for f in self.fields
+        }
+        self._ends = dict.fromkeys(self.fields, 0)
+        for offsets in self._offsets.values():
+            offsets.append(np.zeros(1, OFFSETS))
         self.rows = 0
 
     def append(self, columns: dict[str, list[list[int]]], limits: dict | None = None) -> dict:
@@ -62,44 +68,52 @@ class StoreWriter:
                 starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
                 flat = flat[np.arange(len(flat)) - starts < limit]
                 lengths = np.minimum(lengths, limit)
-            flat.tofile(self._ids[name])
-            lengths.tofile(self._lengths[name])
+            self._ids[name].append(flat)
+            ends = self._ends[name] + np.cumsum(lengths)
+            self._offsets[name].append(ends)
+            self._ends[name] = int(ends[-1]) if len(ends) else self._ends[name]
         self.rows += counts.pop()
         return cut
 
     def close(self) -> None:
-        """Write the `.npy` files of every field."""
-        for name in self.fields:
-            self._ids[name].close()
-            self._lengths[name].close()
-            ids_tmp = self.folder / f"{name}.ids.tmp"
-            len_tmp = self.folder / f"{name}.len.tmp"
-            lengths = np.fromfile(len_tmp, OFFSETS)
-            offsets = np.zeros(len(lengths) + 1, OFFSETS)
-            np.cumsum(lengths, out=offsets[1:])
-            np.save(self.folder / f"{name}_offsets.npy", offsets)
-            _npy_from_raw(ids_tmp, self.folder / f"{name}.npy", int(offsets[-1]))
-            ids_tmp.unlink()
-            len_tmp.unlink()
+        """Finish every field's files."""
+        for appender in (*self._ids.values(), *self._offsets.values()):
+            appender.close()
 
     def abort(self) -> None:
-        for handle in (*self._ids.values(), *self._lengths.values()):
-            handle.close()
+        """Close the files as they are (the caller deletes the folder)."""
+        for appender in (*self._ids.values(), *self._offsets.values()):
+            appender.handle.close()
 
 
-def _npy_from_raw(raw: Path, target: Path, count: int) -> None:
-    """`target` as a `.npy` file of the `count` int32 values in the raw file `raw`, copied a
-    block at a time (a memory-mapped `.npy` of the right header, filled from the raw file)."""
-    out = np.lib.format.open_memmap(target, mode="w+", dtype=IDS, shape=(count,))
-    block = 1 << 24
-    with open(raw, "rb") as handle:
-        start = 0
-        while start < count:
-            part = np.fromfile(handle, IDS, min(block, count - start))
-            out[start : start + len(part)] = part
-            start += len(part)
-    out.flush()
-    del out
+class _NpyAppender:
+    """A one-dimensional `.npy` file written by appending blocks: its header holds a row
+    count of fixed width, written again with the real count on `close` (NumPy's own
+    format; `np.load` reads it)."""
+
+    WIDTH = 20  # digits of the row count in the header
+
+    def __init__(self, path: Path, dtype: str):
+        self.path, self.dtype = path, np.dtype(dtype)
+        self.count = 0
+        self.handle = open(path, "wb")  # noqa: SIM115 - closed by close() or abort()
+        self._header()
+
+    def _header(self) -> None:
+        descr = np.lib.format.dtype_to_descr(self.dtype)
+        text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': ({self.count:>{self.WIDTH}},), }}"
+        size = 10 + len(text) + 1  # magic, version, length; the text; its newline
+        text += " " * (-size % 64) + "\n"
+        self.handle.write(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode())
+
+    def append(self, values: np.ndarray) -> None:
+        values.astype(self.dtype, copy=False).tofile(self.handle)
+        self.count += len(values)
+
+    def close(self) -> None:
+        self.handle.seek(0)
+        self._header()
+        self.handle.close()
 
 
 class TokenStore:
