@@ -74,6 +74,29 @@ def test_a_build_that_fails_leaves_nothing_half_made(tmp_path, monkeypatch):
     assert [p.name for p in corpus.cache_root().iterdir()] == [task.train.fingerprint]
 
 
+@pytest.mark.parametrize("second_pass", [slice(0, 250), slice(None), list(range(300)) * 2])
+def test_a_file_that_changes_between_the_two_passes_is_refused(tmp_path, monkeypatch, second_pass):
+    path = write_tsv(tmp_path / "pairs.tsv", toy_pairs(300))
+    real, passes = records.read_rows, []
+
+    def changing(*args, **kwargs):
+        rows = list(real(*args, **kwargs))
+        passes.append(1)
+        if len(passes) == 1:
+            return iter(rows)
+        return iter(
+            rows[second_pass] if isinstance(second_pass, slice) else [rows[i] for i in second_pass]
+        )
+
+    monkeypatch.setattr(records, "read_rows", changing)
+    if second_pass == slice(None):  # unchanged: built
+        assert len(task_of(path=str(path), units="word").train) > 0
+        return
+    with pytest.raises(ConfigError, match="pairs.tsv changed while it was read; run again"):
+        task_of(path=str(path), units="word")
+    assert list(corpus.cache_root().iterdir()) == []
+
+
 def test_repeats_are_found_by_hash_and_each_split_gets_a_source(tmp_path):
     hashes = np.array([5, 3, 5, 9, 3, 3, 1], "uint64")
     np.testing.assert_array_equal(corpus.first_occurrences(hashes), [1, 1, 0, 1, 0, 0, 1])
@@ -133,3 +156,37 @@ def test_memory_does_not_grow_with_the_file(tmp_path, monkeypatch):
     small = _peak_bytes(write_tsv(tmp_path / "small.tsv", distinct_pairs(1_000)))
     large = _peak_bytes(write_tsv(tmp_path / "large.tsv", distinct_pairs(20_000, seed=1)))
     assert large - small < 1_500_000, (small, large)
+
+
+@pytest.mark.parametrize(
+    "hashes",
+    [
+        [1, 2, 3, 4],  # all at the bottom of the range: the fractions would take every one
+        [2**32 - 4, 2**32 - 3, 2**32 - 2, 2**32 - 1],  # all at the top: none
+        [5, 5, 6, 6, 7, 8, 2**31],
+        list(range(0, 2**32, 2**20)),
+    ],
+)
+@pytest.mark.parametrize("fractions", [(0.1, 0.1), (0.49, 0.49), (0.01, 0.3)])
+def test_the_split_bounds_leave_every_split_a_source(hashes, fractions):
+    settings = corpus.Settings(
+        fields=("source", "target"),
+        split_here=True,
+        seed=0,
+        val_fraction=fractions[0],
+        test_fraction=fractions[1],
+        max_eval_rows=10**9,
+        sample_rows=10,
+        max_row_chars=100,
+        max_source_length=None,
+        max_target_length=None,
+        length_percentile=99.0,
+        tokenizer_key={},
+        tokenizers=None,
+    )
+    hashes = np.asarray(hashes, "uint32")
+    val, test = corpus.split_bounds(hashes, settings, "task.path", "f.tsv")
+    assert (hashes < val).any() and ((hashes >= val) & (hashes < test)).any()
+    assert (hashes >= test).any()
+    if len(hashes) > 1000:  # many sources: the fractions, to within a few sources
+        assert abs(val / 2**32 - fractions[0]) < 1e-3 and abs(test / 2**32 - sum(fractions)) < 1e-3

@@ -226,9 +226,12 @@ def split_bounds(source_hashes: np.ndarray, settings: Settings, key: str, path) 
     rows = len(source_hashes)
     val = min(settings.val_fraction, settings.max_eval_rows / rows)
     test = min(settings.test_fraction, settings.max_eval_rows / rows)
-    val_bound = max(int(val * _HASH), int(distinct[0]) + 1)
-    test_bound = max(val_bound + int(test * _HASH), int(distinct[1]) + 1)
-    return val_bound, min(test_bound, int(distinct[-1]))
+    # at least the smallest hash in validation, and two sources left for test and training
+    val_bound = min(max(int(val * _HASH), int(distinct[0]) + 1), int(distinct[-2]))
+    first_test = int(distinct[np.searchsorted(distinct, val_bound)])
+    # at least that one in test, and the largest hash in training
+    test_bound = min(max(val_bound + int(test * _HASH), first_test + 1), int(distinct[-1]))
+    return val_bound, test_bound
 
 
 def _build(path, settings: Settings, read, key: str, folder: Path) -> dict:
@@ -281,7 +284,10 @@ def _build(path, settings: Settings, read, key: str, folder: Path) -> dict:
 
     try:
         with progress.Progress("encoding the training split", "rows") as shown:
-            for row, pair in enumerate(read()):
+            row = -1
+            for row, pair in enumerate(read()):  # noqa: B007 - counted after the loop
+                if row >= len(splits):
+                    raise ConfigError(f"{key}: {path} changed while it was read; run again")
                 where = splits[row]
                 if where == 2:
                     chunk.append(pair)
@@ -295,6 +301,8 @@ def _build(path, settings: Settings, read, key: str, folder: Path) -> dict:
             if chunk:
                 shown.add(len(chunk))
                 flush()
+            if row + 1 != len(splits):
+                raise ConfigError(f"{key}: {path} changed while it was read; run again")
     except BaseException:
         writer.abort()
         raise
