@@ -92,3 +92,16 @@ def test_processes_read_disjoint_parts_of_every_batch(tmp_path, count):
     # rows of its own to split evenly
     assert set(seen) == set(range(len(split)))
     assert len(seen) - len(split) < count
+
+
+@pytest.mark.parametrize("longest", [30, 5000])  # a 16-bit key, and ranks of the pairs
+def test_the_sort_key_orders_rows_by_target_then_source_length(longest):
+    from experiments.training.batches import _length_key
+
+    rng = np.random.default_rng(0)
+    sources = rng.integers(0, longest, 2000).astype("int32")
+    targets = rng.integers(0, longest, 2000).astype("int32")
+    key = _length_key(sources, targets)
+    assert key.dtype.itemsize <= 4
+    order = np.argsort(key, kind="stable")
+    np.testing.assert_array_equal(order, np.lexsort((sources, targets)))

@@ -101,8 +101,8 @@ class LengthBatches(keras.utils.PyDataset):
         self.shard, self.pad_to = shard, pad_to
         multiple = multiple * shard[1]
         self.sources, self.targets = split.lengths()
-        self._sorted_keys = (self.sources, self.targets)
-        order = np.lexsort(self._sorted_keys)  # by target length, then source length
+        self._key = _length_key(self.sources, self.targets)
+        order = np.argsort(self._key, kind="stable")  # by target length, then source length
         self.bounds = _batch_bounds(
             self._padded(self.sources[order]),
             self._padded(self.targets[order]),
@@ -124,8 +124,9 @@ class LengthBatches(keras.utils.PyDataset):
         """The rows of `epoch` in length order (ties shuffled) and the order of its batches."""
         if self._plan_epoch != epoch:
             rng = np.random.default_rng([self.seed, epoch])
-            ties = rng.random(len(self.sources), dtype="float32")
-            order = np.lexsort((ties, *self._sorted_keys))
+            shuffled = rng.permutation(len(self._key))
+            # a stable sort of shuffled rows: equal lengths in a random order
+            order = shuffled[np.argsort(self._key[shuffled], kind="stable")]
             self._plan = order, rng.permutation(len(self))
             self._plan_epoch = epoch
         return self._plan
@@ -145,6 +146,18 @@ class LengthBatches(keras.utils.PyDataset):
         local = len(rows) // count
         part = self.split.take(rows[shard * local : (shard + 1) * local], pad_to=self.pad_to)
         return self.inputs(part), part.y
+
+
+def _length_key(sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """One sort key per row, ordered as (target length, source length): 16-bit where the
+    lengths allow it (NumPy's stable sort of 16-bit keys is a radix sort, linear in the
+    rows), else the rank of each row's pair of lengths."""
+    width = int(sources.max(initial=0)) + 1
+    combined = targets.astype("int64") * width + sources
+    if int(combined.max(initial=0)) < 2**16:
+        return combined.astype("uint16")
+    ranks = np.unique(combined, return_inverse=True)[1].reshape(-1)
+    return ranks.astype("uint16" if ranks.max(initial=0) < 2**16 else "uint32")
 
 
 def _batch_bounds(sources, targets, batch_size, batch_tokens, multiple) -> np.ndarray:
