@@ -190,3 +190,22 @@ def test_the_split_bounds_leave_every_split_a_source(hashes, fractions):
     assert (hashes >= test).any()
     if len(hashes) > 1000:  # many sources: the fractions, to within a few sources
         assert abs(val / 2**32 - fractions[0]) < 1e-3 and abs(test / 2**32 - sum(fractions)) < 1e-3
+
+
+def test_the_stored_training_split_is_described_to_mlflow_without_being_read(tmp_path):
+    from experiments.config import validate
+    from experiments.training import datasets
+
+    path = write_tsv(tmp_path / "pairs.tsv", toy_pairs(300))
+    cfg = validate({"task": {"name": "pairs", "path": str(path), "units": "word"}})
+    task = task_of(path=str(path), units="word")
+    inputs = {i.tags[0].value: i for i in datasets.dataset_inputs(cfg, task)}
+    train = inputs["training"]
+    tags = {t.key: t.value for t in train.tags}
+    assert tags["rows"] == str(len(task.train))
+    assert tags["store_fingerprint"] == task.train.fingerprint
+    assert tags["file_sha256"] == corpus.file_digest(path)
+    assert train.dataset.digest == task.train.fingerprint[:8]
+    assert train.dataset.profile is None or "num_rows" not in train.dataset.profile
+    validation = {t.key: t.value for t in inputs["validation"].tags}
+    assert "store_fingerprint" not in validation  # in memory: its arrays, as before
