@@ -105,3 +105,32 @@ def test_the_sort_key_orders_rows_by_target_then_source_length(longest):
     assert key.dtype.itemsize <= 4
     order = np.argsort(key, kind="stable")
     np.testing.assert_array_equal(order, np.lexsort((sources, targets)))
+
+
+def test_batches_of_other_widths_than_the_first_two_train_on_tensorflow(tmp_path):
+    """Keras fixes a `PyDataset`'s shapes from its first two batches: on TensorFlow the feed
+    goes to `fit` as a `tf.data` generator with every dimension unknown."""
+    import keras
+
+    from experiments.backends.tensorflow_backend import TensorFlowBackend
+
+    writer = StoreWriter(tmp_path / "train", ("source", "target"))
+    lengths = [3] * 90 + [10] * 10  # widths 4 and 12
+    writer.append({"source": [[5] * n for n in lengths], "target": [[6] * n for n in lengths]})
+    writer.close()
+    split = StoredSplit(TokenStore(tmp_path / "train", ("source", "target")), "f" * 32)
+    feed = LengthBatches(split, 8, seed=0)
+    widths = [feed[i][0][0].shape[1] for i in range(len(feed))]
+    assert widths[0] == widths[1] and set(widths[2:]) - {widths[0]}  # the case that failed
+    data = TensorFlowBackend().fit_data(feed)
+    for spec in keras.tree.flatten(data.element_spec):
+        assert spec.shape.as_list() == [None, None]
+    source = keras.Input((None,), dtype="int32")
+    target = keras.Input((None,), dtype="int32")
+    embedded = keras.layers.Embedding(10, 4, mask_zero=True)
+    summary = keras.layers.GlobalAveragePooling1D()(embedded(source))
+    logits = keras.layers.Dense(10)(embedded(target) + summary[:, None, :])
+    model = keras.Model([source, target], logits)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(data, epochs=2, shuffle=False, verbose=0)
+    assert len(history.history["loss"]) == 2

@@ -26,6 +26,11 @@ class Backend:
     saved_model = False
     pad_multiple = 4
 
+    def fit_data(self, feed):
+        """What `fit` is given for the training feed `feed` (a `keras.utils.PyDataset`): the
+        feed itself by default."""
+        return feed
+
     def jit_compile(self, requested: bool) -> bool:
         """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""
         return requested

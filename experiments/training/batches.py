@@ -83,6 +83,8 @@ class LengthBatches(keras.utils.PyDataset):
     processes of a job read disjoint rows.
     """
 
+    varying_shapes = True  # see `Backend.fit_data`
+
     def __init__(
         self,
         split,

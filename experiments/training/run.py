@@ -346,7 +346,8 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
     callbacks = [*make_callbacks(cfg, task, tracker, folder, batches, state), *extra_callbacks]
     if initial_epoch < cfg.train.epochs and not stopped:
         trained.fit(
-            batches,
+            backends.current().fit_data(batches),
+            shuffle=False,  # the feed orders each epoch itself, from (seed, epoch)
             validation_data=(supervision.fit_inputs(trained, task.val), task.val.y),
             validation_batch_size=cfg.train.batch_size,
             epochs=cfg.train.epochs,

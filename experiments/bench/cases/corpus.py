@@ -192,7 +192,8 @@ def length_buckets_speedup(options: Options) -> dict:
     was fed before), on the real pairs that ship with the `pairs` config (subword units):
     the same model, seed and epochs each, fitted in turn; their validation losses ride along
     (the goal holds at the same loss, within 2 %)."""
-    from experiments import config as config_lib  # noqa: PLC0415 - the runner's heavy parts
+    from experiments import backends  # noqa: PLC0415 - the runner's heavy parts
+    from experiments import config as config_lib  # noqa: PLC0415
     from experiments.training import run  # noqa: PLC0415
     from experiments.training.batches import EpochBatches, LengthBatches  # noqa: PLC0415
 
@@ -234,7 +235,9 @@ def length_buckets_speedup(options: Options) -> dict:
         run.compile_model(model, cfg, task)
         model.train_on_batch(*feed[0])  # traced before the clock starts
         started = time.perf_counter()
-        model.fit(feed, epochs=size["epochs"], verbose=0)
+        model.fit(
+            backends.current().fit_data(feed), epochs=size["epochs"], shuffle=False, verbose=0
+        )
         seconds[name] = time.perf_counter() - started
         losses[name] = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
     ratio = seconds["padded"] / seconds["buckets"]
