@@ -230,6 +230,13 @@ class TrainConfig(Section):
     batch_size: int = Field(
         64, ge=1, description="The global batch, split evenly over the replicas."
     )
+    batch_tokens: int | None = Field(
+        None,
+        ge=16,
+        description="Instead of `batch_size` rows, batches of as many rows of similar length "
+        "as fit this many source + target tokens, padding included (fairseq's --max-tokens); "
+        "for tasks that read a file of pairs (their training rows are batched by length).",
+    )
     learning_rate: float = Field(1e-3, gt=0.0, description="The optimizer's learning rate.")
     lr_schedule: Literal["constant", "cosine"] = Field(
         "constant", description="cosine: decays the learning rate to 0 over the run."

@@ -29,3 +29,9 @@ def _reset_keras_state():
     yield
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session(free_memory=False)
+
+
+@pytest.fixture(autouse=True)
+def _data_cache(tmp_path_factory, monkeypatch):
+    """Each test caches the corpora it reads in a folder of its own (not the user's)."""
+    monkeypatch.setenv("ATTN_RNN_DATA_CACHE", str(tmp_path_factory.mktemp("corpora")))

@@ -82,6 +82,21 @@ def test_textcls_reads_csv_and_jsonl(tmp_path, suffix):
     assert len(task.train) + len(task.val) + len(task.test) == 64
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_textcls_drops_a_byte_order_mark(tmp_path, suffix):
+    path = write_text_dataset(tmp_path, rows=16, suffix=suffix)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # the first header: "\ufefftext"
+    task = _task(name="textcls", path=str(path), max_length=12)
+    assert task.class_names == ["bad", "good"]
+
+
+def test_charlm_drops_a_byte_order_mark(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text("\ufeff" + "ab cd\n" * 40, encoding="utf-8")
+    task = _task(name="charlm", path=str(path), seq_length=8)
+    assert "\ufeff" not in task.vocab.tokens and "a" in task.vocab.tokens
+
+
 def test_imdb_offline_error_is_clear(monkeypatch):
     import keras
 

@@ -263,6 +263,12 @@ CLI = {
         2,
         "not a readable UTF-8 JSONL",
     ),
+    "jsonl_nested_too_deep": (
+        _text("deep.jsonl", '{"text": "a", "label": "x"}\n' + "[" * 100_000 + "\n"),
+        [_task("textcls", path="deep.jsonl", max_length=12, max_row_chars=200_000)],
+        2,
+        "deep.jsonl nests arrays or objects deeper than",
+    ),
     "jsonl_row_not_object": (
         _text("lists.jsonl", '["a", 1]\n' * 5),
         [_task("textcls", path="lists.jsonl", max_length=12)],
@@ -328,6 +334,14 @@ CLI = {
         [_task("charlm", path="blob.txt")],
         2,
         "not UTF-8",
+    ),
+    "charlm_vocabulary_too_small_for_its_characters": (
+        _text(
+            "han.txt", "".join(chr(0x4E00 + i) + ("\n" if i % 20 == 19 else "") for i in range(800))
+        ),
+        [_task("charlm", path="han.txt", units="subword", max_vocab=300)],
+        2,
+        "task.max_vocab: the tokenizer could not learn a vocabulary of at most 300 tokens",
     ),
     "charlm_empty_text": (
         _text("empty.txt", ""),

@@ -56,6 +56,14 @@ def write_tsv(path: Path, pairs, header="source\ttarget") -> Path:
     return path
 
 
+def train_texts(task) -> list[tuple[str, str]]:
+    """The training rows, read from their store and decoded (the texts as cut there)."""
+    train = task.train.take(slice(None))
+    return [
+        (task.tokenizer.decode(x), task.output_vocab.decode(y)) for x, y in zip(train.x, train.y)
+    ]
+
+
 def task_of(**section):
     return build_task(validate({"task": {"name": "pairs", "num_probes": 2, **section}}).task)
 
@@ -66,7 +74,10 @@ def test_splits_by_source_text_and_learns_the_tokenizer_on_training_rows(tmp_pat
     pairs += [pairs[1]] * 3  # an exact duplicate row, three more times
     path = write_tsv(tmp_path / "pairs.tsv", pairs)
     task = task_of(path=str(path), vocabulary_size=300, seed=3)
-    sources = {name: {s for s, _ in split.texts} for name, split in task.splits().items()}
+    decoded = train_texts(task)
+    assert all(any(s == a and b.startswith(t) for a, b in pairs) for s, t in decoded)  # cut
+    sources = {name: {s for s, _ in task.splits()[name].texts} for name in ("val", "test")}
+    sources["train"] = {s for s, _ in decoded}
     assert not sources["train"] & sources["val"] and not sources["train"] & sources["test"]
     assert not sources["val"] & sources["test"]
     assert task.duplicate_rows == len(pairs) - len(set(pairs))  # exact repeats, dropped
@@ -76,8 +87,8 @@ def test_splits_by_source_text_and_learns_the_tokenizer_on_training_rows(tmp_pat
     assert task_of(path=str(path), vocabulary_size=300, seed=4).test.texts != task.test.texts
     # subword units, adapted on the training split alone: a word seen only in test is pieces
     assert task.tokenizer.vocabulary_size <= 300
-    assert task.tokenizer.decode(task.train.x[0]) == task.train.texts[0][0]
-    assert task.output_vocab.decode(task.train.y[0]) == task.train.texts[0][1]
+    assert task.tokenizer.decode(task.val.x[0]) == task.val.texts[0][0]
+    assert task.output_vocab.decode(task.val.y[0]) == task.val.texts[0][1]
 
 
 def test_lengths_default_from_the_data_and_cuts_are_counted(tmp_path):
@@ -88,7 +99,7 @@ def test_lengths_default_from_the_data_and_cuts_are_counted(tmp_path):
     counts = task.data_counts
     assert counts["max_source_length"] == 5 and counts["max_target_length"] == 5  # 99th pct
     assert counts["truncated_sources"] == 1 and counts["truncated_targets"] == 1
-    assert task.train.x.shape[1] <= 5 and task.max_input_tokens == 5
+    assert task.train.take(slice(None)).x.shape[1] <= 5 and task.max_input_tokens == 5
     fixed = task_of(path=str(path), units="word", max_source_length=80, max_target_length=90)
     assert fixed.data_counts["truncated_sources"] == fixed.data_counts["truncated_targets"] == 0
 
@@ -183,7 +194,7 @@ def test_positions_read_a_tsv_without_a_header_and_jsonl_by_keys(tmp_path):
     jsonl = tmp_path / "pairs.jsonl"
     jsonl.write_text(rows + "\n", encoding="utf-8")
     task = task_of(path=str(jsonl), source_field="en", target_field="fr", units="char")
-    assert {s for s, _ in task.train.texts} <= {s for s, _ in pairs}
+    assert {s for s, _ in train_texts(task)} <= {s for s, _ in pairs}
 
 
 def test_split_files_are_used_as_they_are(tmp_path):
@@ -245,3 +256,42 @@ def test_a_pairs_run_scores_like_sacrebleu_and_its_served_model_translates(tmp_p
             url, {"inputs": ["the cat"], "params": {"sampler": "beam", "beam_width": 0}}
         )
         assert status == 400 and "beam_width" in json.dumps(answer)
+
+
+def test_a_jsonl_row_nested_too_deep_is_refused_naming_its_line(tmp_path, capsys):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"source": "hello", "target": "bonjour"}\n' + "[" * 100_000 + "\n")
+    err = _refused(
+        tmp_path,
+        capsys,
+        {"path": str(path), "max_row_chars": 200_000},
+        f"task.path: row 2 (line 2) of {path} nests arrays or objects deeper",
+        "Received: '[[[[",
+    )
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def test_a_vocabulary_too_small_for_the_characters_is_refused(tmp_path, capsys):
+    # 400 distinct characters: more than SentencePiece's 300 pieces (256 bytes among them)
+    chars = [chr(0x4E00 + i) for i in range(400)]
+    pairs = [("".join(chars[i : i + 20]), "".join(chars[i + 1 : i + 21])) for i in range(380)]
+    path = write_tsv(tmp_path / "pairs.tsv", pairs)
+    err = _refused(
+        tmp_path,
+        capsys,
+        {"path": str(path), "vocabulary_size": 300},
+        "task.vocabulary_size: the tokenizer could not learn a vocabulary of at most 300 tokens",
+        "Vocabulary size is smaller than required_chars",
+        "Received: task.vocabulary_size=300",
+    )
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("fields", [{}, {"source_field": 0, "target_field": 1}])
+def test_a_byte_order_mark_is_not_part_of_the_first_field(tmp_path, fields):
+    pairs = toy_pairs(60)
+    path = write_tsv(tmp_path / "pairs.tsv", pairs, header=None if fields else "source\ttarget")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Excel and Notepad save UTF-8
+    task = task_of(path=str(path), units="word", **fields)
+    texts = [s for s, _ in train_texts(task) + task.val.texts + task.test.texts]
+    assert sorted(texts) == sorted({s for s, _ in pairs})  # the first one without "\ufeff"

@@ -43,7 +43,7 @@ from experiments import backends, ready_configs  # noqa: E402 - after the checko
 from experiments import config as config_lib  # noqa: E402
 from experiments.tasks import build_task  # noqa: E402
 from experiments.training import supervision  # noqa: E402
-from experiments.training.batches import EpochBatches  # noqa: E402
+from experiments.training.batches import epoch_batches  # noqa: E402
 from keras_attn_rnn import AttentionDecoder, mechanisms  # noqa: E402
 from keras_attn_rnn.generation import generate  # noqa: E402
 from keras_attn_rnn.models import Seq2Seq  # noqa: E402
@@ -160,7 +160,7 @@ def demo(sizes: dict, precision: str) -> dict:
         loss=kind.loss(model),
         jit_compile=True,
     )
-    batches = EpochBatches(
+    batches = epoch_batches(
         task.train, cfg.train.batch_size, 0, 0, lambda part: supervision.fit_inputs(model, part)
     )
     clock = _EpochTimes()

@@ -15,11 +15,21 @@ class Backend:
         distribute: the `train.distribute` settings it trains with.
         saved_model: whether the Keras-flavor `model` (a TensorFlow SavedModel, whose
             serving function TensorFlow traces) is logged.
+        pad_multiple: length-bucketed batches (`LengthBatches`) are padded to a multiple of
+            this: small where a new shape costs little (TensorFlow relaxes its trace to any
+            length after a few; PyTorch runs eagerly), larger where each shape is compiled
+            anew (JAX).
     """
 
     name = ""
     distribute: tuple[str, ...] = ("none",)
     saved_model = False
+    pad_multiple = 4
+
+    def fit_data(self, feed):
+        """What `fit` is given for the training feed `feed` (a `keras.utils.PyDataset`): the
+        feed itself by default."""
+        return feed
 
     def jit_compile(self, requested: bool) -> bool:
         """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""

@@ -12,6 +12,7 @@ from experiments.backends.backend import Backend
 
 class JaxBackend(Backend):
     name = "jax"
+    pad_multiple = 16  # each new batch shape is a new XLA program
     distribute = ("none", "data_parallel")
 
     def jit_compile(self, requested: bool) -> bool:

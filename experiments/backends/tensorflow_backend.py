@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
 
 from experiments._keras_compat import patch_keras_for_multi_worker
@@ -12,6 +13,24 @@ class TensorFlowBackend(Backend):
     name = "tensorflow"
     distribute = ("none", "mirrored", "multi_worker")
     saved_model = True
+
+    def fit_data(self, feed):
+        """A feed whose batches vary in shape (`LengthBatches`: each padded to its own
+        longest row) as a `tf.data` generator whose every dimension is unknown: Keras reads
+        a `PyDataset`'s shapes from its first two batches, and a later batch of another
+        width would not fit them. Other feeds as they are."""
+        if not getattr(feed, "varying_shapes", False):
+            return feed
+
+        def batches():
+            for index in range(len(feed)):  # the feed's epoch is read as each batch is made
+                yield feed[index]
+
+        spec = keras.tree.map_structure(
+            lambda a: tf.TensorSpec((None,) * a.ndim, tf.as_dtype(a.dtype)), feed[0]
+        )
+        dataset = tf.data.Dataset.from_generator(batches, output_signature=spec)
+        return dataset.apply(tf.data.experimental.assert_cardinality(len(feed))).prefetch(2)
 
     def compile_inference(self, model, call):
         return tf.function(call, reduce_retracing=True)

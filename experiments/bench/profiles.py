@@ -22,6 +22,8 @@ PROFILES = {
         ),
         "tracking": dict(config="demo", set=[]),
         "tokenizer": dict(pairs=100_000, vocabulary_size=8000),
+        "corpus": dict(small=1_000_000, large=10_000_000, sample=300_000),
+        "buckets": dict(epochs=4, units=128, vocabulary_size=2000, batch_size=32),
         "repeats": dict(
             fast=30,
             step=10,
@@ -41,6 +43,8 @@ PROFILES = {
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
         "tracking": dict(config="needle", set=["task.num_examples=1000"]),
         "tokenizer": dict(pairs=20_000, vocabulary_size=4000),
+        "corpus": dict(small=5_000, large=50_000, sample=5_000),
+        "buckets": dict(epochs=1, units=32, vocabulary_size=1000, batch_size=32),
         "repeats": dict(
             fast=8,
             step=5,
@@ -71,6 +75,8 @@ PROFILES = {
             ],
         ),
         "tokenizer": dict(pairs=400, vocabulary_size=600),
+        "corpus": dict(small=2_000, large=4_000, sample=1_000),
+        "buckets": dict(epochs=1, units=8, vocabulary_size=400, batch_size=64),
         "repeats": dict(
             fast=2,
             step=2,

@@ -5,9 +5,11 @@ is tab-separated without quoting, with a header row or, when its fields are give
 position, without one; a JSONL file holds one JSON object per line (blank lines skipped).
 Every row and every line is at most `max_row_chars` characters (`RecordLines`), so a file
 without newlines costs no more than one row. What is wrong with a row (no such field, a
-wrong number of columns, an empty value, a value that is no text, bytes that are not UTF-8)
-is a `ConfigError` (exit code 2) naming the config key, the file, the row and its line, and
-what was found, raised before anything is made of the file.
+wrong number of columns, an empty value, a value that is no text, bytes that are not UTF-8,
+JSON nested deeper than Python's reader follows) is a `ConfigError` (exit code 2) naming the config key, the file, the row and its line, and
+what was found, raised before anything is made of the file. A UTF-8 byte order mark
+(`utf-8-sig`) at the start of a file is dropped: the first header is `source`, not
+`\ufeffsource`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -31,6 +34,9 @@ FORMATS = {
     ".jsonl": "jsonl",
     ".json": "jsonl",
 }
+
+# How a user's text file is read: UTF-8, a byte order mark at its start dropped.
+ENCODING = "utf-8-sig"
 
 
 class Row(NamedTuple):
@@ -69,7 +75,7 @@ def read_rows(
             "; name the fields instead"
         )
     try:
-        with open(path, encoding="utf-8", newline="") as handle, csv_fields_up_to(max_row_chars):
+        with open(path, encoding=ENCODING, newline="") as handle, csv_fields_up_to(max_row_chars):
             lines = RecordLines(handle, path, max_row_chars, "task.max_row_chars")
             records = _records(lines, fmt, path, fields, key, by_position)
             for number, values in records:
@@ -141,7 +147,7 @@ def _jsonl(lines, path, fields, key) -> Iterator[tuple[int, tuple[str, ...]]]:
         if not line.strip():
             continue
         number += 1
-        record = json.loads(line)
+        record = json_value(line, key, f"row {number} (line {lines.line}) of {path}")
         if not isinstance(record, dict):
             raise ConfigError(
                 f"{key}: row {number} (line {lines.line}) of {path} is not an object with "
@@ -162,6 +168,20 @@ def _jsonl(lines, path, fields, key) -> Iterator[tuple[int, tuple[str, ...]]]:
                 )
             values.append(str(value))
         yield number, tuple(values)
+
+
+def json_value(line: str, key: str, where: str) -> object:
+    """The value of one JSONL line (`json.JSONDecodeError` when it is no JSON), refused as a
+    `ConfigError` naming `key` and `where` (the row, its line and the file) when its arrays or
+    objects nest deeper than Python's JSON reader can follow (its recursion limit)."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise ConfigError(
+            f"{key}: {where} nests arrays or objects deeper than the JSON reader can follow "
+            f"(about {sys.getrecursionlimit()} levels); expected one object of text fields. "
+            f"Received: {shown(line)}"
+        ) from None
 
 
 def _bad_utf8(path, max_row_chars: int) -> tuple[int, bytes]:

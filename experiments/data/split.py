@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.data.vocab import END, START, UNK
+from experiments.data.vocab import END, PAD, START, UNK
 from keras_attn_rnn.tokenizers import Tokenizer
 
 
@@ -89,6 +89,15 @@ class Split:
     def replace(self, **changes) -> Split:
         """A copy with the fields in `changes` replaced."""
         return dataclasses.replace(self, **changes)
+
+    def as_copying(self) -> Split:
+        """The split as a copying model is fed it: the source is its own extended source,
+        with no unknown words (`with_copy`)."""
+        return self.replace(x_ext=self.x, oov=[()] * len(self), copying=True)
+
+    def count_tokens(self, field: str) -> int:
+        """The non-padding ids of `x` or `y`."""
+        return int((getattr(self, field) != PAD).sum())
 
     def words(self, row: int) -> tuple[str, ...]:
         """The unknown words of `row` its extended ids stand for (none without `oov`)."""
@@ -243,6 +252,4 @@ def without_copy(split: Split, vocab_size: int) -> Split:
 def with_copy(split: Split) -> Split:
     """`split` for a copying model: as it is where it has `x_ext`; else (one vocabulary and
     no unknown words kept) the source is its own extended source, with no unknown words."""
-    if split.copying:
-        return split
-    return split.replace(x_ext=split.x, oov=[()] * len(split), copying=True)
+    return split if split.copying else split.as_copying()

@@ -3,6 +3,7 @@ tokenizer of `keras_attn_rnn.tokenizers` (`char`, `word`, `subword`)."""
 
 from __future__ import annotations
 
+from experiments.errors import ConfigError
 from keras_attn_rnn import tokenizers
 
 # Words and single punctuation marks (`units: word`; the classifier's file task too).
@@ -31,3 +32,16 @@ def tokenizer(units: str, vocabulary_size: int, lowercase: bool = False, subword
     if units == "word":
         options["pattern"] = WORD_PATTERN
     return tokenizers.get(units, **options)
+
+
+def adapt(tokenizer, texts, key: str, size: int) -> None:
+    """`tokenizer.adapt(texts)`, its refusal (SentencePiece's: a vocabulary too small for the
+    text's characters) a `ConfigError` naming `key`, the task's vocabulary size (`size`)."""
+    try:
+        tokenizer.adapt(texts)
+    except ValueError as err:
+        reason = str(err).split(" Received: ")[0].removesuffix(".")
+        raise ConfigError(
+            f"{key}: the tokenizer could not learn a vocabulary of at most {size} tokens from "
+            f"the training split: {reason} (raise {key}). Received: {key}={size}"
+        ) from None

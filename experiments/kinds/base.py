@@ -308,7 +308,7 @@ class TaskKind:
 
     def tokens_per_epoch(self, split: Split) -> int:
         """The non-padding tokens one epoch over `split` feeds the model."""
-        return int((split.x != PAD).sum())
+        return split.count_tokens("x")
 
 
 def generate_defaults(cfg: ExperimentConfig) -> dict:

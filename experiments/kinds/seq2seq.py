@@ -7,7 +7,7 @@ import numpy as np
 from experiments.data import metrics, modeling, text_scores
 from experiments.data import split as split_lib
 from experiments.data.modeling import GREEDY
-from experiments.data.vocab import END, PAD, START, UNK
+from experiments.data.vocab import END, START, UNK
 from experiments.errors import invalid_config
 from experiments.kinds import register
 from experiments.kinds.base import Artifacts, TaskKind, generate_defaults
@@ -289,7 +289,7 @@ class Seq2Seq(TaskKind):
 
     def tokens_per_epoch(self, split):
         """Source and target tokens."""
-        return super().tokens_per_epoch(split) + int((split.y != PAD).sum())
+        return super().tokens_per_epoch(split) + split.count_tokens("y")
 
 
 def _copy_inputs(split) -> dict:

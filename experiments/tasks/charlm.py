@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from experiments import kinds, tasks
-from experiments.data import units
+from experiments.data import records, units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split
 from experiments.data.task import Task
@@ -96,7 +96,8 @@ class CharLMTask(TaskSection):
             "test": text[n_train + n_val :],
         }
         tokenizer = units.tokenizer(self.units, self.max_vocab)
-        tokenizer.adapt([line for line in texts["train"].splitlines() if line.strip()])
+        lines = [line for line in texts["train"].splitlines() if line.strip()]
+        units.adapt(tokenizer, lines, "task.max_vocab", self.max_vocab)
         parts = {name: np.array(tokenizer.encode(t), "int32") for name, t in texts.items()}
         if len(parts["test"]) < 2:  # no target to score: the test split must be text of its own
             raise ConfigError(
@@ -144,9 +145,10 @@ def _windows(ids: np.ndarray, length: int, stride: int) -> Split:
 
 
 def _read_text(path: str, max_chars: int, seq_length: int) -> str:
-    """At most `max_chars` characters of a UTF-8 text file, with a clear error otherwise."""
+    """At most `max_chars` characters of a UTF-8 text file (a byte order mark at its start
+    dropped), with a clear error otherwise."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding=records.ENCODING) as handle:
             text = handle.read(max_chars)  # never more than asked, however big the file
     except UnicodeDecodeError as err:
         raise ConfigError(f"task.path: {path} is not UTF-8 text ({err})") from None

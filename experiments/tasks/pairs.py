@@ -6,17 +6,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import Field, field_validator, model_validator
 from sacrebleu.metrics import BLEU
 
 from experiments import kinds, tasks
-from experiments.data import records, units
+from experiments.data import corpus, records, units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
-from experiments.data.split import Split, make_splits, pad
+from experiments.data.split import Split, pad
 from experiments.data.task import Task
 from experiments.data.vocab import END, START, Vocab
 from experiments.errors import ConfigError
+from keras_attn_rnn import tokenizers
 
 
 @tasks.register
@@ -90,6 +90,31 @@ class PairsTask(TaskSection):
         "`intl`, ...).",
     )
 
+    tokenizer_sample: int = Field(
+        300_000,
+        ge=100,
+        description="The tokenizer (and the default lengths) is learnt from a random sample of "
+        "this many training pairs (every pair of a smaller file): its time and memory do not "
+        "grow with the file.",
+    )
+    subword_model_path: str | None = Field(
+        None,
+        description="A trained SentencePiece `.model` file to use for both sides instead of "
+        "learning one (ids <pad> 0, <s> 1, </s> 2, <unk> 3; `units: subword`).",
+    )
+    max_eval_rows: int = Field(
+        5_000,
+        ge=1,
+        description="The most rows of the validation split, and of the test split, of a file "
+        "split here: for a large file `val_fraction` and `test_fraction` are lowered to keep "
+        "about this many (they are scored whole, every epoch and at the end).",
+    )
+
+    @field_validator("subword_model_path")
+    @classmethod
+    def _a_model_file(cls, value: str | None) -> str | None:
+        return None if value is None else existing_file(value, "a SentencePiece .model file")
+
     @field_validator("path", "train_path", "val_path", "test_path")
     @classmethod
     def _a_data_file(cls, value: str | None) -> str | None:
@@ -136,63 +161,103 @@ class PairsTask(TaskSection):
         return self
 
     def build(self) -> Task:
-        """Read the pairs, split them by source text (or take the given splits), learn the
-        tokenizer(s) on the training split, cut examples past the lengths and encode."""
-        if self.path is not None:
-            pairs, duplicates = self._read("task.path", self.path)
-            keys = [source for source, _ in pairs]
-            if len(set(keys)) < 4:
-                raise ConfigError(
-                    f"task.path: {self.path} holds {len(set(keys))} distinct sources; expected "
-                    "at least 4, for training, validation and test splits of their own"
-                )
-            order = np.arange(len(pairs))
-            placeholder = Split(order[:, None], order)
-            rng = np.random.default_rng(self.seed)
-            parts = make_splits(placeholder, self, rng, keys)
-            train, val, test = ([pairs[i] for i in part.y] for part in parts[:3])
+        """Stream the pairs into the cached corpus (`experiments.data.corpus`: split by a hash
+        of the source text, or the given splits; the tokenizer(s) learnt on a sample of the
+        training rows; the training rows encoded into a token store), then encode the
+        validation and test rows, cut past the lengths."""
+        split_here = self.path is not None
+        key, path = ("task.path", self.path) if split_here else ("task.train_path", self.train_path)
+        built = corpus.load_or_build(
+            path, self._corpus_settings(split_here), self._reader(key, path), key
+        )
+        meta = built.meta
+        duplicates = meta["duplicate_rows"]
+        if split_here:
+            val_rows, test_rows = built.val, built.test
         else:
-            (train, a), (val, b), (test, c) = (
+            (val_rows, a), (test_rows, b) = (
                 self._read(key, path)
                 for key, path in (
-                    ("task.train_path", self.train_path),
                     ("task.val_path", self.val_path),
                     ("task.test_path", self.test_path),
                 )
             )
-            duplicates = a + b + c
-        source_tokenizer, target_tokenizer = self._tokenizers(train)
-        source_length = self.max_source_length or _percentile_length(
-            source_tokenizer, [s for s, _ in train], self.length_percentile
+            duplicates += a + b
+        source_length, target_length = meta["max_source_length"], meta["max_target_length"]
+        cut = Counter(sources=meta["truncated_sources"], targets=meta["truncated_targets"])
+        val, test = (
+            _encode(
+                rows,
+                built.source_tokenizer,
+                built.target_tokenizer,
+                source_length,
+                target_length,
+                cut,
+            )
+            for rows in (val_rows, test_rows)
         )
-        target_length = self.max_target_length or _percentile_length(
-            target_tokenizer, [t for _, t in train], self.length_percentile
+        probes = test.take(slice(0, self.num_probes))
+        source_vocab = Vocab(tokenizer=built.source_tokenizer)
+        target_vocab = (
+            source_vocab if self.shared_vocabulary else Vocab(tokenizer=built.target_tokenizer)
         )
-        cut = Counter()
-        splits = [
-            _encode(rows, source_tokenizer, target_tokenizer, source_length, target_length, cut)
-            for rows in (train, val, test)
-        ]
-        probes = splits[2].take(slice(0, self.num_probes))
-        source_vocab = Vocab(tokenizer=source_tokenizer)
-        target_vocab = source_vocab if self.shared_vocabulary else Vocab(tokenizer=target_tokenizer)
         return Task(
             self.name,
             kinds.get("seq2seq"),
             source_vocab,
-            *splits,
+            built.train,
+            val,
+            test,
             probes,
             target_vocab=target_vocab,
-            tokenizer=source_tokenizer,
+            tokenizer=built.source_tokenizer,
             duplicate_rows=duplicates,
             data_counts={
                 "truncated_sources": cut["sources"],
                 "truncated_targets": cut["targets"],
                 "max_source_length": int(source_length),
                 "max_target_length": int(target_length),
+                "tokenizer_sample_rows": meta["sample_rows"],
             },
             max_input_tokens=int(source_length),
             bleu_tokenize=self.bleu_tokenize,
+        )
+
+    def _reader(self, key: str, path: str):
+        """What `corpus` reads the file with: its (source, target) rows, afresh each call."""
+        fields = (self.source_field, self.target_field)
+
+        def read():
+            for row in records.read_rows(path, fields, self.max_row_chars, key):
+                yield row.values[0], row.values[1]
+
+        return read
+
+    def _corpus_settings(self, split_here: bool) -> corpus.Settings:
+        tokenizer_key = {
+            "units": self.units,
+            "vocabulary_size": self.vocabulary_size,
+            "subword_model": self.subword_model,
+            "shared_vocabulary": self.shared_vocabulary,
+            "lowercase": self.lowercase,
+            "subword_model_path": (
+                corpus.file_digest(self.subword_model_path) if self.subword_model_path else None
+            ),
+        }
+        return corpus.Settings(
+            fields=(self.source_field, self.target_field),
+            split_here=split_here,
+            seed=self.seed,
+            val_fraction=self.val_fraction,
+            test_fraction=self.test_fraction,
+            max_eval_rows=self.max_eval_rows,
+            sample_rows=self.tokenizer_sample,
+            max_row_chars=self.max_row_chars,
+            max_source_length=self.max_source_length,
+            max_target_length=self.max_target_length,
+            length_percentile=self.length_percentile,
+            tokenizer_key=tokenizer_key,
+            tokenizers=self._tokenizers,
         )
 
     def _read(self, key: str, path: str) -> tuple[list[tuple[str, str]], int]:
@@ -200,11 +265,8 @@ class PairsTask(TaskSection):
         repeated an earlier one (dropped)."""
         seen, pairs = set(), []
         rows = 0
-        for row in records.read_rows(
-            path, (self.source_field, self.target_field), self.max_row_chars, key
-        ):
+        for pair in self._reader(key, path)():
             rows += 1
-            pair = (row.values[0], row.values[1])
             if pair not in seen:
                 seen.add(pair)
                 pairs.append(pair)
@@ -212,26 +274,36 @@ class PairsTask(TaskSection):
             raise ConfigError(f"{key}: {path} holds no rows; expected source/target pairs")
         return pairs, rows - len(pairs)
 
-    def _tokenizers(self, train):
-        """The source and target tokenizers, learnt on the training split only."""
-        sources, targets = [s for s, _ in train], [t for _, t in train]
+    def _tokenizers(self, sources: list[str], targets: list[str]):
+        """The source and target tokenizers, learnt on these training texts (or the given
+        SentencePiece model, for both sides)."""
+        if self.subword_model_path is not None:
+            given = _given_subword_model(self.subword_model_path, self.lowercase)
+            return given, given
+        size = self.vocabulary_size
         if self.shared_vocabulary:
             shared = self._tokenizer()
-            shared.adapt(sources + targets)
+            units.adapt(shared, sources + targets, "task.vocabulary_size", size)
             return shared, shared
         source, target = self._tokenizer(), self._tokenizer()
-        source.adapt(sources)
-        target.adapt(targets)
+        units.adapt(source, sources, "task.vocabulary_size", size)
+        units.adapt(target, targets, "task.vocabulary_size", size)
         return source, target
 
     def _tokenizer(self):
         return units.tokenizer(self.units, self.vocabulary_size, self.lowercase, self.subword_model)
 
 
-def _percentile_length(tokenizer, texts, percentile: float) -> int:
-    """The `percentile`-th percentile of the texts' lengths in tokens (at least 1)."""
-    lengths = [len(tokenizer.encode(text)) for text in texts]
-    return max(1, int(np.ceil(np.percentile(lengths, percentile))))
+def _given_subword_model(path: str, lowercase: bool):
+    """The SentencePiece model in `path` as the task's tokenizer; refused (exit 2) when it is
+    no model, or not one with the library's special ids."""
+    try:
+        return tokenizers.SentencePieceTokenizer(proto=Path(path).read_bytes(), lowercase=lowercase)
+    except ValueError as err:
+        raise ConfigError(
+            f"task.subword_model_path: {path} cannot be used: {err} (train it with "
+            "--pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3)"
+        ) from None
 
 
 def _encode(rows, source_tokenizer, target_tokenizer, source_length, target_length, cut) -> Split:

@@ -70,11 +70,11 @@ def _read_rows(
 ) -> list[tuple[str, str]]:
     rows = []
     with (
-        open(path, encoding="utf-8", newline="") as handle,
+        open(path, encoding=records.ENCODING, newline="") as handle,
         records.csv_fields_up_to(max_row_chars),
     ):
         lines = RecordLines(handle, path, max_row_chars, "task.max_row_chars")
-        for number, record in _records(lines, Path(path).suffix.lower() == ".csv"):
+        for number, record in _records(lines, Path(path).suffix.lower() == ".csv", path):
             if not isinstance(record, dict):
                 raise ConfigError(
                     f"task.path: row {number} of {path} is not an object with "
@@ -98,7 +98,7 @@ def _read_rows(
     return rows
 
 
-def _records(lines: RecordLines, is_csv: bool) -> Iterator[tuple[int, object]]:
+def _records(lines: RecordLines, is_csv: bool, path: str) -> Iterator[tuple[int, object]]:
     """(row number, record) of each row: a CSV row as a dict by the header, a JSONL line as
     what it holds (blank lines skipped); each row bounded by `lines`."""
     if not is_csv:
@@ -107,12 +107,13 @@ def _records(lines: RecordLines, is_csv: bool) -> Iterator[tuple[int, object]]:
             lines.next_record()
             if line.strip():
                 number += 1
-                yield number, json.loads(line)
+                where = f"row {number} (line {lines.line}) of {path}"
+                yield number, records.json_value(line, "task.path", where)
         return
-    records = csv.DictReader(lines)
-    records.fieldnames  # noqa: B018 - reads the header row, a record of its own
+    rows = csv.DictReader(lines)
+    rows.fieldnames  # noqa: B018 - reads the header row, a record of its own
     lines.next_record()
-    for number, record in enumerate(records, start=1):
+    for number, record in enumerate(rows, start=1):
         lines.next_record()
         yield number, record
 

@@ -19,6 +19,7 @@ from experiments import config as config_lib
 from experiments.tracking import finishing, image_view, model_logging
 
 CONFIG_ARTIFACT = "config.yaml"
+VOCAB_ARTIFACT = "vocab.json"  # the task's vocabularies and labels (`Task.vocabularies`)
 ARTIFACT_THREAD = "mlflow-artifacts"
 
 

@@ -23,13 +23,15 @@ from experiments import _keras_compat, backends, interrupts
 from experiments import config as config_lib
 from experiments.config import ExperimentConfig
 from experiments.data import length_buckets
+from experiments.data.stored_split import StoredSplit
 from experiments.data.task import Task
 from experiments.errors import NonFiniteLoss, Terminated, exit_for, invalid_config
 from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
+from experiments.tracking.tracker import VOCAB_ARTIFACT
 from experiments.training import callbacks as cb
 from experiments.training import checkpoints, datasets, distribute, guards, supervision
-from experiments.training.batches import EpochBatches
+from experiments.training.batches import epoch_batches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
 RUN_METRICS = frozenset({"loss", "val_loss", "epoch_seconds", "tokens_per_second"})
@@ -74,6 +76,14 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
             cfg.train.alignment_loss_weight,
             f"0 for task {task.name!r}, which has no ground-truth alignment (only a task "
             "that generates its data can know one)",
+        )
+    if cfg.train.batch_tokens and not isinstance(task.train, StoredSplit):
+        raise invalid_config(
+            "train.batch_tokens",
+            cfg.train.batch_tokens,
+            f"unset for task {task.name!r}, whose training rows are generated in memory (a "
+            "token budget batches the rows of a file of pairs by length); use "
+            "train.batch_size",
         )
     _check_model(cfg, task)
     known = epoch_metric_names(task)
@@ -256,7 +266,7 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
         }
     )
     tracker.log_config(cfg)
-    tracker.log_dict(task.vocabularies(), "vocab.json")
+    tracker.log_dict(task.vocabularies(), VOCAB_ARTIFACT)
     tracker.log_inputs(datasets.dataset_inputs(cfg, task))
     tracker.log_metrics({"duplicate_rows": task.duplicate_rows, **task.data_counts}, 0)
     if task.duplicate_rows:
@@ -284,7 +294,7 @@ def compile_model(model, cfg, task) -> None:
     """Optimizer (with its learning-rate schedule), loss, metrics, jit/eager, as configured."""
     learning_rate = cfg.train.learning_rate
     if cfg.train.lr_schedule == "cosine":
-        batches = EpochBatches(task.train, cfg.train.batch_size, cfg.train.seed)
+        batches = epoch_batches(task.train, cfg.train.batch_size, cfg.train.seed, **_sizes(cfg))
         steps = cfg.train.epochs * len(batches)  # the steps fit will take
         learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
     kwargs = {"learning_rate": learning_rate}
@@ -324,18 +334,20 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
             # Interrupted between checkpoint and logging: log that epoch now, once.
             tracker.log_metrics(state["logs"], initial_epoch)
         stopped = state.get("early_stopping", {}).get("stopped", False)
-    batches = EpochBatches(
+    batches = epoch_batches(
         task.train,
         cfg.train.batch_size,
         seed,
         initial_epoch,
         lambda part: supervision.fit_inputs(trained, part),
         shard=backends.current().process(),
+        **_sizes(cfg),
     )
     callbacks = [*make_callbacks(cfg, task, tracker, folder, batches, state), *extra_callbacks]
     if initial_epoch < cfg.train.epochs and not stopped:
         trained.fit(
-            batches,
+            backends.current().fit_data(batches),
+            shuffle=False,  # the feed orders each epoch itself, from (seed, epoch)
             validation_data=(supervision.fit_inputs(trained, task.val), task.val.y),
             validation_batch_size=cfg.train.batch_size,
             epochs=cfg.train.epochs,
@@ -345,6 +357,16 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         )
     best_epoch = _restore_best(trained, folder) if cfg.train.early_stopping else None
     _finish(model, cfg, task, tracker, best_epoch)
+
+
+def _sizes(cfg) -> dict:
+    """What a length-bucketed feed takes besides the batch size: the token budget, the
+    replicas a batch is split over and the backend's padding multiple (see `epoch_batches`)."""
+    sizes = {"pad_to": backends.current().pad_multiple}
+    if cfg.train.batch_tokens is not None:
+        replicas = distribute.planned_replicas(cfg.train.distribute)
+        sizes.update(batch_tokens=cfg.train.batch_tokens, multiple=replicas)
+    return sizes
 
 
 def _restore_best(trained, folder: Path) -> int | None:

@@ -8,7 +8,7 @@ anything it measured on the side; one that cannot run here raises
 
 from __future__ import annotations
 
-from experiments.bench.cases import decoder, generation, layers, text, tracking
+from experiments.bench.cases import corpus, decoder, generation, layers, text, tracking
 
 BENCHMARKS = {
     "pooling_overhead": layers.pooling_overhead,
@@ -24,4 +24,7 @@ BENCHMARKS = {
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,
     "tokenizer_training": text.tokenizer_training,
+    "length_buckets_speedup": corpus.length_buckets_speedup,
+    "corpus_memory": corpus.corpus_memory,
+    "corpus_first_step": corpus.corpus_first_step,
 }

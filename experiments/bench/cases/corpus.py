@@ -1,0 +1,261 @@
+"""The corpus benchmarks: a generated file of pairs of growing size through the pairs
+task's data path, each in a fresh process watched from outside (`bench/corpus_probe.py`).
+
+Generated pairs, not real text: sentences of 1-60 words (Poisson, mean 11) drawn by Zipf's
+law from 20,000 random letter strings, each target the source's words mapped one to one
+onto another 20,000 strings and reversed (about 140 bytes a row: ten million rows are a
+1.4 GB file). The data path is the `pairs` task's: two streaming passes, SentencePiece on
+the default sample, the token store, a length-bucketed first batch and one training step of
+a tiny model.
+
+`corpus_memory`: the peak memory (resident set, and anonymous memory: the store's mapped
+pages are file-backed) of the larger file over the smaller one's (goal <= 1.2: constant
+memory); `corpus_first_step`: the larger file's seconds from the process's start to its
+first training step over the 5-minute budget (goal <= 1); the times of the tokenizer's
+sample and of a second run from the cache ride along.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments.bench.cases.common import Options
+
+FIRST_STEP_BUDGET_S = 300.0
+CACHED_FIRST_STEP_BUDGET_S = 15.0
+_measured: dict = {}  # one measurement serves both benchmarks of a suite run
+
+
+def write_pairs(path: Path, rows: int, seed: int = 0) -> None:
+    """`rows` generated pairs as a TSV file with a header (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    size = 20_000
+    words = ["".join(rng.choice(letters, n)) for n in rng.integers(2, 9, size)]
+    other = ["".join(rng.choice(letters, n)) for n in rng.integers(2, 10, size)]
+    zipf = 1.0 / np.arange(1, size + 1)
+    zipf /= zipf.sum()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("source\ttarget\n")
+        for start in range(0, rows, 100_000):
+            count = min(100_000, rows - start)
+            lengths = np.clip(rng.poisson(11, count), 1, 60)
+            ids = rng.choice(size, int(lengths.sum()), p=zipf)
+            lines, at = [], 0
+            for n in lengths:
+                row = ids[at : at + n]
+                at += n
+                source = " ".join(words[i] for i in row)
+                lines.append(source + "\t" + " ".join(other[i] for i in row[::-1]))
+            handle.write("\n".join(lines) + "\n")
+
+
+def probe(path: Path, cache: Path, sample: int) -> dict:
+    """One fresh process through the data path to its first step, its memory sampled every
+    0.1 s from outside (peak `RssAnon`, peak `VmRSS`)."""
+    config = {
+        "task": {"name": "pairs", "path": str(path), "tokenizer_sample": sample},
+        "model": {"units": 16, "embedding_dim": 16},
+        "train": {"batch_size": 64, "epochs": 1},
+        "tracking": {"log_model": False, "system_metrics": False},
+    }
+    env = {**os.environ, "ATTN_RNN_DATA_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command = [sys.executable, "-m", "experiments.bench.corpus_probe", json.dumps(config)]
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peaks = {"RssAnon": 0, "VmRSS": 0}
+
+    def watch():
+        while child.poll() is None:
+            for field, value in _status(child.pid).items():
+                peaks[field] = max(peaks[field], value)
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    out, err = child.communicate()
+    watcher.join()
+    if child.returncode:
+        raise RuntimeError(f"the data path failed: {err.decode()[-2000:]}")
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    result.update(
+        wall_s=time.perf_counter() - started,
+        peak_rss_anon_mb=peaks["RssAnon"] / 1024,
+        peak_rss_mb=max(peaks["VmRSS"], result["vmhwm_kb"]) / 1024,
+        phases=[line for line in err.decode().splitlines() if " in " in line or "cached" in line],
+    )
+    return result
+
+
+def _status(pid: int) -> dict[str, int]:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in ("RssAnon", "VmRSS"):
+            out[name] = int(value.split()[0])
+    return out
+
+
+def measure(options: Options) -> dict:
+    """The smaller and the larger file through the data path, then the larger again from the
+    cache (once per options)."""
+    size = options.sizes["corpus"]
+    key = (options.profile, options.seed)
+    if key in _measured:
+        return _measured[key]
+    with tempfile.TemporaryDirectory(prefix="attn-rnn-corpus-") as tmp:
+        runs = {}
+        for rows in (size["small"], size["large"]):
+            path = Path(tmp) / f"pairs_{rows}.tsv"
+            write_pairs(path, rows, options.seed)
+            runs[rows] = probe(path, Path(tmp) / "cache", size["sample"])
+            if rows == size["large"]:
+                runs["cached"] = probe(path, Path(tmp) / "cache", size["sample"])
+                runs["file_mb"] = path.stat().st_size / 2**20
+            path.unlink()
+    _measured[key] = runs
+    return runs
+
+
+def _one(ratio: float, what: str) -> dict:
+    """The spread of a single measurement: the ratio itself."""
+    return {"iqr": [ratio, ratio], "min": ratio, "max": ratio, "what": what}
+
+
+def _shapes(options: Options, runs: dict) -> dict:
+    size = options.sizes["corpus"]
+    return {**size, "large_file_mb": round(runs["file_mb"], 1)}
+
+
+def corpus_memory(options: Options) -> dict:
+    """Peak memory of the larger file's data path over the smaller one's (anonymous memory:
+    the bound holds on it; the resident set beside it)."""
+    runs = measure(options)
+    size = options.sizes["corpus"]
+    small, large = runs[size["small"]], runs[size["large"]]
+    ratio = large["peak_rss_anon_mb"] / small["peak_rss_anon_mb"]
+    return {
+        "ratio": ratio,
+        "spread": _one(ratio, "one measurement of each file"),
+        "project_s": large["peak_rss_anon_mb"],
+        "peer_s": small["peak_rss_anon_mb"],
+        "shapes": _shapes(options, runs),
+        "project": f"peak anonymous memory (MB), {size['large']:,} rows",
+        "peer": f"the same, {size['small']:,} rows",
+        "peak_rss_mb": {"small": small["peak_rss_mb"], "large": large["peak_rss_mb"]},
+        "peak_rss_anon_mb": {
+            "small": small["peak_rss_anon_mb"],
+            "large": large["peak_rss_anon_mb"],
+        },
+        "runs": runs,
+    }
+
+
+def corpus_first_step(options: Options) -> dict:
+    """Seconds from the process's start to the first training step on the larger file, over
+    the budget; a second run on the same file (the cache) rides along with its own budget."""
+    runs = measure(options)
+    size = options.sizes["corpus"]
+    large, cached = runs[size["large"]], runs["cached"]
+    ratio = large["first_step_s"] / FIRST_STEP_BUDGET_S
+    return {
+        "ratio": ratio,
+        "spread": _one(ratio, "one measurement"),
+        "project_s": large["first_step_s"],
+        "peer_s": FIRST_STEP_BUDGET_S,
+        "shapes": _shapes(options, runs),
+        "project": f"start to first training step, {size['large']:,} rows",
+        "peer": f"the {FIRST_STEP_BUDGET_S:.0f} s budget",
+        "cached_first_step_s": cached["first_step_s"],
+        "cached_within_budget": cached["first_step_s"] <= CACHED_FIRST_STEP_BUDGET_S,
+        "phases": large["phases"],
+    }
+
+
+def length_buckets_speedup(options: Options) -> dict:
+    """Training tokens per second with length-bucketed batches (`LengthBatches`) over the
+    same rows padded alike to the split's longest (`EpochBatches`, how the training split
+    was fed before), on the real pairs that ship with the `pairs` config (subword units):
+    the same model, seed and epochs each, fitted in turn; their validation losses ride along
+    (the goal holds at the same loss, within 2 %)."""
+    from experiments import backends  # noqa: PLC0415 - the runner's heavy parts
+    from experiments import config as config_lib  # noqa: PLC0415
+    from experiments.training import run  # noqa: PLC0415
+    from experiments.training.batches import EpochBatches, LengthBatches  # noqa: PLC0415
+
+    size = options.sizes["buckets"]
+    with tempfile.TemporaryDirectory(prefix="attn-rnn-buckets-") as cache:
+        previous = os.environ.get("ATTN_RNN_DATA_CACHE")
+        os.environ["ATTN_RNN_DATA_CACHE"] = cache
+        try:
+            cfg = config_lib.validate(
+                {
+                    "task": {
+                        "name": "pairs",
+                        "path": str(_shipped_pairs()),
+                        "vocabulary_size": size["vocabulary_size"],
+                    },
+                    "model": {"units": size["units"], "embedding_dim": size["units"]},
+                    "train": {"batch_size": size["batch_size"], "seed": options.seed},
+                }
+            )
+            prepared = run.validate(cfg)
+        finally:
+            if previous is None:
+                os.environ.pop("ATTN_RNN_DATA_CACHE")
+            else:
+                os.environ["ATTN_RNN_DATA_CACHE"] = previous
+    cfg, task = prepared.cfg, prepared.task
+    dense = task.train.take(slice(None))  # every row padded to the split's longest
+    feeds = {
+        "buckets": LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed),
+        "padded": EpochBatches(dense, cfg.train.batch_size, cfg.train.seed),
+    }
+    tokens = task.kind.tokens_per_epoch(task.train) * size["epochs"]
+    seconds, losses = {}, {}
+    for name, feed in feeds.items():
+        import keras  # noqa: PLC0415
+
+        keras.utils.set_random_seed(options.seed)
+        model = task.kind.build_model(cfg, task)
+        run.compile_model(model, cfg, task)
+        model.train_on_batch(*feed[0])  # traced before the clock starts
+        started = time.perf_counter()
+        model.fit(
+            backends.current().fit_data(feed), epochs=size["epochs"], shuffle=False, verbose=0
+        )
+        seconds[name] = time.perf_counter() - started
+        losses[name] = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
+    ratio = seconds["padded"] / seconds["buckets"]
+    return {
+        "ratio": ratio,
+        "spread": _one(ratio, "one fit of each"),
+        "project_s": seconds["buckets"],
+        "peer_s": seconds["padded"],
+        "shapes": {**size, "train_rows": len(task.train), "padded_width": dense.x.shape[1]},
+        "project": "LengthBatches (rows of similar length, padded per batch)",
+        "peer": "EpochBatches over the split padded to its longest row",
+        "tokens_per_second": {name: tokens / s for name, s in seconds.items()},
+        "val_loss": losses,
+        "val_loss_within_2_percent": abs(losses["buckets"] / losses["padded"] - 1) <= 0.02,
+    }
+
+
+def _shipped_pairs() -> Path:
+    from experiments import ready_configs  # noqa: PLC0415
+
+    return ready_configs.directory() / "data" / "software_en_fr.tsv"
