@@ -233,6 +233,10 @@ class Additive(Score):
     def pairwise(self, query, keys):
         return additive_energy(self._v(), ops.expand_dims(query, -2), ops.expand_dims(keys, -3))
 
+    def score_step(self, query, prepared_keys):
+        # the sum of `pairwise`, without the query and key axes it adds and squeezes
+        return additive_step(query, self._w(self.query_kernel), prepared_keys, self._v())
+
     def get_config(self):
         return {**super().get_config(), "units": self.units, "normalize": self.normalize}
 
