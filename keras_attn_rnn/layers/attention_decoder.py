@@ -37,7 +37,9 @@ class AttentionDecoder(keras.layers.Layer):
     state go through one matmul per step (`concat(attention_{t-1}, h_{t-1})`
     against the stacked kernel); every other cell is called as is. With an
     inputs mask only the state is selected per step; the outputs and
-    alignments of padded steps are zeroed once, after the loop. The loop is
+    alignments of padded steps are zeroed once, after the loop. The additive
+    score's gradient recomputes its `tanh` instead of keeping a `(B, S, U)`
+    tensor per step (`scores.step_energy`). The loop is
     Keras's backend loop (the one `keras.layers.RNN` uses): it compiles with
     `jit_compile=True`.
 
