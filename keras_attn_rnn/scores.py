@@ -12,11 +12,10 @@ a decoder step's `(B, d_q)` query. `build(query_shape, keys_shape)` creates
 only the weights the score needs, named after their role.
 
 The additive core `v . tanh(q W_q + k W_k [+ ...])` is written once, in
-`additive_energy` (with `add_projections`, `additive_keys` and `additive_step`, whose
-`step_energy` writes out its gradient so that a decoder loop keeps no `(B, Tv, U)`
-tensor per step):
+`additive_energy` (with `add_projections`, `additive_keys` and `additive_step`):
 `Additive` and the mechanisms that add a term of their own inside the tanh
-compose it.
+compose it. A decoder step's energy, `step_energy`, writes out its gradient so that a
+decoder loop keeps no `(B, Tv, U)` tensor per step.
 """
 
 import math
