@@ -14,7 +14,8 @@ only the weights the score needs, named after their role.
 The additive core `v . tanh(q W_q + k W_k [+ ...])` is written once, in
 `additive_energy` (with `add_projections`, `additive_keys` and `additive_step`):
 `Additive` and the mechanisms that add a term of their own inside the tanh
-compose it.
+compose it. A decoder step's energy, `step_energy`, writes out its gradient so that a
+decoder loop keeps no `(B, Tv, U)` tensor per step.
 """
 
 import math
@@ -233,6 +234,10 @@ class Additive(Score):
     def pairwise(self, query, keys):
         return additive_energy(self._v(), ops.expand_dims(query, -2), ops.expand_dims(keys, -3))
 
+    def score_step(self, query, prepared_keys):
+        # the sum of `pairwise`, without the query and key axes it adds and squeezes
+        return additive_step(query, self._w(self.query_kernel), prepared_keys, self._v())
+
     def get_config(self):
         return {**super().get_config(), "units": self.units, "normalize": self.normalize}
 
@@ -278,8 +283,40 @@ def additive_step(query, query_kernel, prepared_keys, v, *features):
     The query is projected while it is `(B, d_q)` and gains its axis after (see
     `Score.score_step`).
     """
-    query = ops.expand_dims(ops.matmul(query, query_kernel), 1)
-    return additive_energy(v, query, prepared_keys, *features)
+    return step_energy(v, ops.matmul(query, query_kernel), prepared_keys, *features)
+
+
+def step_energy(v, query, *terms):
+    """`v . tanh(query[:, None] + term_1 + ...)` `(B, Tv)` for a projected `query (B, U)` and
+    `terms (B, Tv, U)` (the prepared keys, then any features), summed in that order: the
+    value of `additive_energy`, with its gradient written out.
+
+    The gradient recomputes the `tanh` from the inputs instead of keeping the
+    `(B, Tv, U)` tensor it made: autodiff inside a decoder loop keeps one per step
+    (for JAX's scan, a `(T, B, Tv, U)` stack written and read again), which cost
+    more than the `tanh` itself. The keys are the same at every step, so only the
+    `(B, U)` query is new. Its maths: with `t = tanh(hidden)` and `g = de v (1 - t^2)`,
+    `dv = sum(de t)` over all but the last axis, `dquery = sum_Tv g`, `dterm = g`.
+    """
+    return _step_energy(*(ops.convert_to_tensor(x) for x in (v, query, *terms)))
+
+
+@ops.custom_gradient
+def _step_energy(v, query, *terms):
+    def hidden():
+        total = ops.expand_dims(query, 1)
+        for term in terms:
+            total = total + term
+        return ops.tanh(total)
+
+    def grad(*args, upstream=None):
+        # JAX and TensorFlow pass the upstream gradient alone, PyTorch as `upstream`
+        de = ops.expand_dims(args[0] if upstream is None else upstream, -1)
+        t = hidden()
+        g = de * v * (1.0 - t * t)
+        return (ops.sum(de * t, axis=(0, 1)), ops.sum(g, axis=1)) + (g,) * len(terms)
+
+    return energy(hidden(), v), grad
 
 
 def energy(hidden, v):

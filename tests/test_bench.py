@@ -72,6 +72,23 @@ def test_bench_quick_writes_the_json_schema_and_an_mlflow_run(tmp_path, monkeypa
     copy = report["results"]["copy_cost"]
     assert copy["goal"] == "<=1.3" and "PointerGeneratorLoss" in copy["project"]
     assert copy["shapes"]["max_oov"] == 50
+    # the ready translators against the plain-Keras one: the main ratio and two beside it
+    translators = report["results"]["seq2seq_vs_keras_peer"]
+    assert "Seq2Seq(decoder='bahdanau')" in translators["project"]
+    assert "keras_seq2seq" in translators["peer"]
+    assert set(translators["peer_modes_s"]) == {"graph", "xla"}
+    assert translators["shapes"] == {
+        "batch": 4,
+        "source_len": 7,
+        "target_len": 5,
+        "units": 8,
+        "embedding_dim": 8,
+        "vocab": 50,
+    }
+    for name, goal in (("luong_dot_vs_peer", "<=1.1"), ("luong_additive_vs_dot", "<=1.5")):
+        side = translators[name]
+        assert side["goal"] == goal and side["ratio"] > 0
+        assert side["met"] == goal_met(goal, side["ratio"])
     # no --tfa-python: the tfa comparison is skipped and says how to enable it
     assert "--tfa-python" in report["results"]["decoder_vs_tfa"]["skipped"]
     for name in CURVES:

@@ -9,7 +9,9 @@ none changes: `"keys"` (each mechanism's prepared keys), `"memory"` and
 
 At a padded input step a row keeps its state, as in `keras.layers.RNN`: its
 output and alignments are zero and the last output is the one of its last
-real step (`carry_padded_rows`).
+real step. The decoder keeps the state of padded rows at each step
+(`keep_padded_rows`) and zeroes their outputs and alignments after the loop,
+once for all steps.
 """
 
 from keras import ops, tree
@@ -66,22 +68,15 @@ def initial_state(cell, mechanisms, attention_size, dtype, memory, memory_mask, 
 
 
 def per_row(keep, like):
-    """A `(B,)` condition shaped to select whole rows of `like` (any rank)."""
+    """A `(B, 1)` condition shaped to select whole rows of `like` (any rank)."""
+    if len(like.shape) == 2:
+        return keep
     return ops.reshape(keep, (-1,) + (1,) * (len(like.shape) - 1))
 
 
-def carry_padded_rows(real, output, alignments, new_state, state, last_output):
-    """A step's results with its padded rows (`real` False, `(B,)`) undone.
-
-    Returns `(output, alignments, new_state, last_output)`: a padded row keeps
-    `state`, gets zero `output` and `alignments`, and keeps `last_output` (the
-    output of its last real step); a real row takes the step's results.
-    """
-    new_state = tree.map_structure(
+def keep_padded_rows(real, new_state, state):
+    """`new_state` with the rows where `real` `(B, 1)` is False taken from `state`: a padded
+    input step carries a row's state over, as in `keras.layers.RNN`."""
+    return tree.map_structure(
         lambda new, old: ops.where(per_row(real, new), new, old), new_state, state
     )
-    keep = per_row(real, output)
-    last_output = ops.where(keep, output, last_output)
-    output = ops.where(keep, output, ops.zeros_like(output))
-    alignments = [ops.where(keep, a, ops.zeros_like(a)) for a in alignments]
-    return output, alignments, new_state, last_output

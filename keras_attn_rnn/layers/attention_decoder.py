@@ -29,11 +29,19 @@ class AttentionDecoder(keras.layers.Layer):
     `score=scores.General(use_scale)`, and its monotonic mechanisms are
     `attention=mechanisms.MonotonicAttention(...)`.
 
-    The memory's key projections are computed once per sequence. For a plain
-    `LSTMCell` or `GRUCell` without dropout the `x_t` half of the cell's input
-    matmul is applied to all steps at once before the loop; every other cell
-    is called as is. The loop is Keras's backend loop (the one
-    `keras.layers.RNN` uses): it compiles with `jit_compile=True`.
+    The memory's key projections (with the additive score's bias) are
+    computed once per sequence. For a plain `LSTMCell` or `GRUCell` without
+    dropout the `x_t` half of the cell's input matmul (and its bias) is
+    applied to all steps at once before the loop, and its gradient is one
+    matmul after it; with an LSTM the fed-back attention and the recurrent
+    state go through one matmul per step (`concat(attention_{t-1}, h_{t-1})`
+    against the stacked kernel); every other cell is called as is. With an
+    inputs mask only the state is selected per step; the outputs and
+    alignments of padded steps are zeroed once, after the loop. The additive
+    score's gradient recomputes its `tanh` instead of keeping a `(B, S, U)`
+    tensor per step (`scores.step_energy`). The loop is
+    Keras's backend loop (the one `keras.layers.RNN` uses): it compiles with
+    `jit_compile=True`.
 
     Args:
         cell: a Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`,
@@ -384,12 +392,15 @@ class AttentionDecoder(keras.layers.Layer):
             )
 
         masked = inputs_mask is not None
+        carry_last = masked and not self.return_sequences
         carry = [state]
         if masked:
             # the mask travels as a last channel: TF's loop wants one input tensor here
             step_mask = ops.cast(ops.expand_dims(inputs_mask, -1), projected.dtype)
             step_inputs = ops.concatenate([projected, step_mask], axis=-1)
-            carry.append(ops.zeros((ops.shape(memory)[0], self.output_size), self.compute_dtype))
+            if carry_last:
+                batch_size = ops.shape(memory)[0]
+                carry.append(ops.zeros((batch_size, self.output_size), self.compute_dtype))
         else:
             step_inputs = projected
 
@@ -400,15 +411,21 @@ class AttentionDecoder(keras.layers.Layer):
             )
             if not masked:
                 return (output, *alignments), [new_state]
-            real = step_input[:, -1] > 0  # (B,): this step is not padding
-            output, alignments, new_state, last = _decoder_state.carry_padded_rows(
-                real, output, alignments, new_state, states[0], states[1]
-            )
+            # a padded row keeps its state; its output and alignments are zeroed after the loop
+            real = step_input[:, -1:] > 0  # (B, 1): this step is not padding
+            new_state = _decoder_state.keep_padded_rows(real, new_state, states[0])
+            if not carry_last:
+                return (output, *alignments), [new_state]
+            last = ops.where(real, output, states[1])
             return (output, *alignments), [new_state, last]
 
         _, (outputs, *alignments), final = _keras_compat.rnn(
             step_fn, step_inputs, carry, input_length=sequence.shape[1]
         )
+        if masked:  # zero outputs and alignments at padded steps, once for all steps
+            real = ops.expand_dims(ops.cast(inputs_mask, "bool"), -1)
+            outputs = ops.where(real, outputs, ops.zeros_like(outputs))
+            alignments = [ops.where(real, a, ops.zeros_like(a)) for a in alignments]
         if _common.has_dropout(self.cell):
             _common.reset_dropout_masks(self.cell)
         final_state = final[0]
@@ -416,7 +433,7 @@ class AttentionDecoder(keras.layers.Layer):
         if self.return_sequences:
             result = [outputs]
         else:
-            result = [final[1] if masked else outputs[:, -1]]
+            result = [final[1] if carry_last else outputs[:, -1]]
         if self.return_state:
             result += tree.flatten(final_state["cell_state"]) + [final_state["attention"]]
         if return_attention_scores:

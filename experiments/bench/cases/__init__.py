@@ -20,6 +20,7 @@ BENCHMARKS = {
     "location_cost": decoder.location_cost,
     **{f"{name}_cost": decoder.mechanism_cost(name) for name in decoder.MECHANISM_COSTS},
     "copy_cost": decoder.copy_cost,
+    "seq2seq_vs_keras_peer": decoder.seq2seq_vs_keras_peer,
     "generation_cache_speedup": generation.generation_cache_speedup,
     "beam4_cost": generation.beam4_cost,
     "tracking_overhead": tracking.tracking_overhead,

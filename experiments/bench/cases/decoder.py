@@ -1,5 +1,6 @@
 """Decoder benchmarks: the training step of `AttentionDecoder` (Bahdanau, in the loop) and
-of the Luong decoder (parallel), against each other and against tfa in a second interpreter."""
+of the Luong decoder (parallel), against each other and against tfa in a second interpreter;
+and the ready `Seq2Seq` translator's against the plain-Keras one."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from keras import ops
 
 from experiments.bench import timing
 from experiments.bench.cases.common import Options, Skip, adam, compiled_step, random_generator
+from experiments.bench.goals import goal_met
+from experiments.peers import keras_seq2seq
 from keras_attn_rnn import copying, losses, mechanisms, scores
 from keras_attn_rnn.layers import AttentionDecoder, SequenceAttention
+from keras_attn_rnn.models import Seq2Seq
 
 # Run as a script by the `--tfa-python` interpreter (TF 2.15 + tensorflow-addons), never imported.
 TFA_PEER_SCRIPT = Path(__file__).resolve().parents[1] / "tfa_peer.py"
@@ -401,4 +405,105 @@ def decoder_vs_tfa(options: Options) -> dict:
         "method": "blocks alternating between this process and the peer interpreter",
         "errors": errors or None,
         "shapes": options.sizes["decoder"],
+    }
+
+
+def _seq2seq_data(options: Options):
+    """Source and target ids of the `seq2seq` shapes, 0-padded to per-example lengths in
+    `[L/2, L]`, and the next-token targets."""
+    s = options.sizes["seq2seq"]
+    b, src, tgt, v = s["batch"], s["source_len"], s["target_len"], s["vocab"]
+    rng = random_generator(options)
+
+    def ids(length):
+        x = rng.integers(1, v, size=(b, length)).astype("int32")
+        lengths = rng.integers(max(1, length // 2), length + 1, size=(b,))
+        return np.where(np.arange(length)[None, :] < lengths[:, None], x, 0).astype("int32")
+
+    source, target = ids(src), ids(tgt + 1)
+    data = (source, target[:, :-1], target[:, 1:])
+    return s, tuple(ops.convert_to_tensor(a) for a in data)
+
+
+def seq2seq_step(kind: str, options: Options, jit_compile: bool) -> Callable[[], float]:
+    """A training step (forward, backward, Adam) of a ready translator: `"peer"` (the
+    plain-Keras `experiments.peers.keras_seq2seq`), `"bahdanau"` (`Seq2Seq`'s input-feeding
+    decoder, additive score), `"luong_dot"` or `"luong_additive"` (`Seq2Seq(decoder="luong")`
+    with that score); sparse cross-entropy from the logits over the target's real tokens."""
+    s, (source, target_in, target_out) = _seq2seq_data(options)
+    sizes = (s["vocab"], s["vocab"], s["embedding_dim"], s["units"])
+    if kind == "peer":
+        model = keras_seq2seq.build(*sizes)
+    else:
+        decoder, score = {
+            "bahdanau": ("bahdanau", "additive"),
+            "luong_dot": ("luong", "dot"),
+            "luong_additive": ("luong", "additive"),
+        }[kind]
+        source_vocab, target_vocab, embedding_dim, units = sizes
+        model = Seq2Seq(
+            source_vocab,
+            target_vocab,
+            embedding_dim=embedding_dim,
+            units=units,
+            decoder=decoder,
+            attention={"score": score},
+        )
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return compiled_step(
+        lambda: loss_fn(target_out, model([source, target_in], training=True)),
+        lambda: model.trainable_variables,
+        jit_compile,
+        optimizer=adam(),
+    )
+
+
+# The goals of the comparisons `seq2seq_vs_keras_peer` reports beside its main ratio.
+SEQ2SEQ_GOALS = {"luong_dot_vs_peer": "<=1.1", "luong_additive_vs_dot": "<=1.5"}
+
+
+def seq2seq_vs_keras_peer(options: Options) -> dict:
+    """`Seq2Seq(decoder="bahdanau")`'s training step vs the plain-Keras translator.
+
+    The peer (`experiments/peers/keras_seq2seq.py`: LSTM encoder and decoder,
+    `keras.layers.Attention`, a tanh attention layer) runs in its fastest mode,
+    graph or XLA, chosen by timing both after their warm-up; the project's
+    models run in the suite's mode (`--jit-compile`). The ratio is bahdanau /
+    peer; beside it `luong_dot_vs_peer` (`Seq2Seq(decoder="luong")`, dot score)
+    and `luong_additive_vs_dot` (the Luong decoder with the additive score vs
+    the dot one), each with its goal.
+    """
+    r = options.repeats
+    peers = {}
+    for mode, jit in (("graph", False), ("xla", True)):
+        step = seq2seq_step("peer", options, jit)
+        peers[mode] = (step, timing.median_time(step, max(3, r["step"] // 2), r["warmup"]))
+    peer_mode = min(peers, key=lambda m: peers[m][1])
+    peer = peers[peer_mode][0]
+    bahdanau = seq2seq_step("bahdanau", options, options.jit_compile)
+    result = timing.paired(bahdanau, peer, r["step"], r["warmup"])
+    luong_dot = seq2seq_step("luong_dot", options, options.jit_compile)
+    luong_additive = seq2seq_step("luong_additive", options, options.jit_compile)
+    side = {
+        "luong_dot_vs_peer": timing.paired(luong_dot, peer, r["step"], r["warmup"]),
+        "luong_additive_vs_dot": timing.paired(luong_additive, luong_dot, r["step"], r["warmup"]),
+    }
+    keep = ("ratio", "spread", "project_s", "peer_s", "ratio_of_minimums", "repeats")
+    for name, measured in side.items():
+        goal = SEQ2SEQ_GOALS[name]
+        side[name] = {
+            **{k: measured[k] for k in keep},
+            "goal": goal,
+            "met": goal_met(goal, measured["ratio"]),
+        }
+    mode = "xla" if options.jit_compile else "graph"
+    return {
+        **result,
+        **side,
+        "project": f"Seq2Seq(decoder='bahdanau') (LSTM, additive score, input feeding, "
+        f"attention layer of size U), Dense(V), Adam step in one tf.function ({mode})",
+        "peer": "experiments/peers/keras_seq2seq.py (LSTM encoder and decoder, "
+        f"keras.layers.Attention, tanh attention layer), same step; fastest mode: {peer_mode}",
+        "peer_modes_s": {m: t for m, (_, t) in peers.items()},
+        "shapes": options.sizes["seq2seq"],
     }
