@@ -18,9 +18,10 @@ cannot act on (`library_logs`: progress bars, system-metrics INFO, spurious retr
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
-from experiments import errors, interrupts, library_logs, native_logs
+from experiments import config_precheck, errors, interrupts, library_logs, native_logs
 from experiments.commands import (
     bench,
     export,
@@ -38,9 +39,21 @@ from experiments.commands import (
 COMMANDS = (run, sweep, tune, resume, ui, serve, listing, bench, sync, export, prune)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a choice (a command, an option's value) names the
+    choice closest to the one given (`rnu`: did you mean 'run'?)."""
+
+    def error(self, message: str):
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            message += config_precheck.suggestion(found.group(1), choices)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser: one sub-command per module in `COMMANDS`."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m experiments",
         description="Train attention RNNs on ready tasks, tracked in MLflow.",
     )

@@ -1,8 +1,10 @@
-"""What several commands share: the `CONFIG [--set ...]` arguments and the report at the end
-(a run's result block, where the run went and how to look at it)."""
+"""What several commands share: the `CONFIG [--set ...]` arguments, their check before the
+frameworks are imported, and the report at the end (a run's result block, where the run
+went and how to look at it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlparse
 
 from experiments.commands.ui import MODEL_TRAINING_VIEW, ui_url
@@ -19,6 +21,19 @@ def add_config_arguments(parser, about: str) -> None:
         metavar="KEY.PATH=VALUE",
         help="override a config value (YAML syntax), e.g. --set train.epochs=3",
     )
+
+
+def checked_config(name: str, overrides=(), sections=(), points=()) -> Path:
+    """The file CONFIG names, its config (with `overrides`, and with each of `points`: lists
+    of more overrides) checked before the frameworks are imported (`config_precheck`): a
+    mistyped name, key or value is refused at once. `sections`: the command's own
+    top-level sections (`tune`)."""
+    from experiments import config_precheck
+
+    path = config_precheck.config_path(name)
+    for point in points or [[]]:
+        config_precheck.check_file(path, [*overrides, *point], sections)
+    return path
 
 
 def report(run_id: str, result: bool = True, label: str = "run id") -> None:

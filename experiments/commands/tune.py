@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from experiments import ready_configs
 from experiments.commands import common
 
 SPACE_HELP = (
@@ -87,9 +86,9 @@ def worker_argv(args) -> list[str]:
 
 
 def handle(args) -> int:
+    path = common.checked_config(args.config, args.overrides, ["tune"])  # before Keras
     from experiments.tuning import study_storage, tune
 
-    path = ready_configs.resolve(args.config)
     flags = {
         name: getattr(args, name)
         for name in (
