@@ -81,6 +81,8 @@ def handle(args) -> int:
     """Serve the store until interrupted (Ctrl+C or SIGTERM: the UI and its workers stop too)."""
     from experiments.tracking import store
 
+    if not 0 < args.port < 65536:
+        raise errors.ConfigError(f"--port: expected 1 to 65535. Received: --port={args.port}")
     command = ui_command(args.port, args.host)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)
