@@ -46,7 +46,7 @@ def report(run_id: str, result: bool = True, label: str = "run id") -> None:
     if found is None:
         print(f"result: {uri} did not answer within {results.READ_SECONDS} s; see the run there")
     elif result:
-        print("\n".join(results.run_block(found)))
+        print("\n".join(results.run_block(found, results.epochs_run(run_id))))
     print(f"{label}: {run_id}")
     print(f"tracking store: {uri}")
     route = f"experiments/{found.info.experiment_id}/runs/{run_id}" if found else ""
