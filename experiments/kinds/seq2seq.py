@@ -36,6 +36,13 @@ class Seq2Seq(TaskKind):
     metric_names = ("token_accuracy", "exact_match_greedy")
     primary_metric = "test_exact_match_greedy"
 
+    # the decoder is the library's (or the peer's); no pooling query
+    unused_keys = ("model.attention.query", "model.attention.query_value")
+    # what the plain-Keras peer does not read: it has Keras's own attention layer
+    # (`keras.layers.Attention`: a dot score, softmax) and one `tanh` layer of `model.units`
+    peer_unused_keys = ("model.attention_layer_size", "model.max_oov")
+    peer_score = "dot"  # keras.layers.Attention's
+
     takes_mechanism = True  # the decoder takes any mechanism of the library's registry
     # decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a copying
     # model reads `source_ext` (default: the prompts, as the library's)
@@ -73,6 +80,20 @@ class Seq2Seq(TaskKind):
                 f"{task.name!r} holds (or unset)",
             )
         return task.with_splits(split_lib.with_copy)
+
+    def score(self, cfg):
+        """The configured score or the default; the peer's own, Keras's dot score."""
+        if cfg.model.decoder == keras_seq2seq.NAME:
+            return self.peer_score
+        return super().score(cfg)
+
+    def applies(self, key, cfg):
+        """Also: the peer reads none of the attention's keys but its (dot) score."""
+        if cfg.model.decoder == keras_seq2seq.NAME:
+            attention = key.startswith("model.attention.") and key != "model.attention.score"
+            if attention or key in self.peer_unused_keys:
+                return False
+        return super().applies(key, cfg)
 
     def check(self, cfg):
         super().check(cfg)

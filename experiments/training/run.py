@@ -241,9 +241,9 @@ def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
-    tracker.log_params(
-        {**config_lib.flatten(config_lib.to_dict(cfg)), "val_eval_rows": _val_rows(cfg, task)}
-    )
+    params = config_lib.flatten(config_lib.to_dict(cfg))  # those the run's model reads:
+    params = {k: v for k, v in params.items() if task.kind.applies(k, cfg)}
+    tracker.log_params({**params, "val_eval_rows": _val_rows(cfg, task)})
     tracker.set_tags(
         {
             "task": task.name,
