@@ -276,6 +276,9 @@ class TaskKind:
             heatmaps.append((f"probe_{i}", kwargs))
         return heatmaps
 
+    #: what a row of a probe's heatmap is: its y-axis label
+    heatmap_rows = "query"
+
     def heatmap(self, task: Task, i: int, source: list[str], logits, weights) -> tuple:
         """(weights rows, source tokens, target tokens, title) of probe `i`."""
         raise NotImplementedError

@@ -44,6 +44,7 @@ class Seq2Seq(TaskKind):
     peer_score = "dot"  # keras.layers.Attention's
 
     takes_mechanism = True  # the decoder takes any mechanism of the library's registry
+    heatmap_rows = "target token (decoder step)"  # the y-axis of its heatmaps
     # decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a copying
     # model reads `source_ext` (default: the prompts, as the library's)
     decode_ids = {"start_id": START, "eos_id": END}
