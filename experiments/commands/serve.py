@@ -16,7 +16,13 @@ import sys
 from pathlib import Path
 
 from experiments import errors
-from experiments.commands.ui import LOCAL_HOSTS, reachable_host, run_in_group, wait_until_up
+from experiments.commands.ui import (
+    LOCAL_HOSTS,
+    reachable_host,
+    run_in_group,
+    server_env,
+    wait_until_up,
+)
 
 # What each --model serves: the tag holding its URI, and an example request.
 MODELS = {
@@ -70,13 +76,16 @@ def serve_command(model_uri: str, port: int, host: str) -> list[str]:
 
 def serve_env(tracking_uri: str) -> dict:
     """This environment's scripts first on `PATH` (MLflow starts `uvicorn` from there),
-    and the store the model URI points into."""
+    the store the model URI points into, and the warnings a user cannot act on off
+    (`ui.server_env`)."""
     scripts = str(Path(sys.executable).parent)
-    return {
-        **os.environ,
-        "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
-        "MLFLOW_TRACKING_URI": tracking_uri,
-    }
+    return server_env(
+        {
+            **os.environ,
+            "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
+            "MLFLOW_TRACKING_URI": tracking_uri,
+        }
+    )
 
 
 def model_uri(run_id: str, model: str) -> str:

@@ -50,6 +50,7 @@ bounds the answer; past any of them the request is refused as bad input.
 from __future__ import annotations
 
 import json
+import logging
 import reprlib
 from pathlib import Path
 
@@ -73,6 +74,21 @@ MAX_INPUT_CHARS = 10_000
 # Attention weights one request may make the model compute (inputs x beams x generated
 # tokens x attended tokens): this bounds its time, its memory and its answer (~20 MB).
 MAX_ATTENTION = 1_000_000
+
+
+class _NoRetracing(logging.Filter):
+    """Drops TensorFlow's `triggered tf.function retracing` warning: a served model meets
+    batches of every shape, and each counts as a retrace; nothing a client can act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+def quiet_retracing() -> None:
+    """Put `_NoRetracing` on TensorFlow's logger (once)."""
+    logger = logging.getLogger("tensorflow")
+    if not any(isinstance(f, _NoRetracing) for f in logger.filters):
+        logger.addFilter(_NoRetracing())
 
 
 def unknown_count(ids) -> int:
@@ -246,6 +262,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
     """The pyfunc text model of a run (see the module docstring)."""
 
     def load_context(self, context):
+        quiet_retracing()
         self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
