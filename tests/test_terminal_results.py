@@ -55,6 +55,12 @@ def test_a_run_ends_with_its_result_block(store, tmp_path, capsys):
     how = "all ran" if ran == 2 else "early stopping ended the run; 2 configured"
     assert block[3] == f"  weights   best epoch {int(metrics['best_epoch'])} of {ran} ({how})"
     assert f"run id: {finished.info.run_id}" in lines
+    views = f"#/experiments/{finished.info.experiment_id}/runs?viewStateShareKey=attention&"
+    images = [line for line in lines if line.startswith("  its attention images: ")]
+    assert images == [
+        f"  its attention images: http://127.0.0.1:5000/{views}compareRunsMode=CHART"
+        "&workflowType=machine_learning"
+    ]
     page = f"#/experiments/{finished.info.experiment_id}/runs/{finished.info.run_id}"
     assert any(
         line.startswith("  its page there: http://127.0.0.1:5000/") and page in line

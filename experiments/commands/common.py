@@ -50,8 +50,15 @@ def report(run_id: str, result: bool = True, label: str = "run id") -> None:
     print(f"{label}: {run_id}")
     print(f"tracking store: {uri}")
     route = f"experiments/{found.info.experiment_id}/runs/{run_id}" if found else ""
+    # the run page shows the attention images only as cards of parameters: the view that
+    # draws them (`image_view`) is printed beside it
+    images = results.image_view_route(found.info.experiment_id) if found else None
     if urlparse(uri).scheme in ("http", "https"):  # the server's own UI
         print(f"review it at: {uri.rstrip('/')}/#/{route}{MODEL_TRAINING_VIEW}")
+        if images:
+            print(f"its attention images: {uri.rstrip('/')}/#/{images}&{MODEL_TRAINING_VIEW[1:]}")
     else:
         print("review it with: make ui   (or: python -m experiments ui)")
         print(f"  its page there: {ui_url('127.0.0.1', 5000, route)}")
+        if images:
+            print(f"  its attention images: {ui_url('127.0.0.1', 5000, images)}")

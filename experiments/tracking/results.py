@@ -32,6 +32,20 @@ def read_back(run_id: str):
         return None
 
 
+def image_view_route(experiment_id: str) -> str | None:
+    """The UI route of the experiment's saved view of its attention images (`image_view`),
+    or None when it has none (no images logged) or the store does not answer in time."""
+    from experiments.tracking import image_view
+
+    uri = store.tracking_uri()
+    try:
+        with server.request_timeout(READ_SECONDS):
+            tags = mlflow.MlflowClient(uri).get_experiment(experiment_id).tags
+    except Exception:  # noqa: BLE001 - the report says what it can
+        return None
+    return image_view.route(experiment_id) if image_view.TAG in tags else None
+
+
 def epochs_run(run_id: str) -> int | None:
     """The epochs the run trained (the last step of its `loss`: steps are 1-based epochs,
     a resumed run's included), or None when the store does not answer in time."""
