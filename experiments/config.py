@@ -29,14 +29,17 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from experiments import bounded_input, tasks
+from experiments import tasks
+from experiments.config_files import (  # noqa: F401 - the loading functions, re-exported
+    MAX_CONFIG_BYTES,
+    apply_overrides,
+    parse_override,
+    read_yaml,
+)
 from experiments.data.sections import Section, TaskSection
-from experiments.errors import ConfigError, invalid_config, problem, shown
+from experiments.errors import ConfigError, invalid_config, problem
 from experiments.peers import keras_seq2seq
 from keras_attn_rnn import checks, mechanisms, models, normalizers, samplers, scores
-
-MAX_CONFIG_BYTES = 1 << 20  # a config file is refused past 1 MiB, before it is parsed
-
 
 # --- model, train, tracking, generate (the task's section is its module's) -----
 
@@ -494,59 +497,6 @@ class ExperimentConfig(Section):
 # --- loading ----------------------------------------------------------------
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Split `a.b=value` into (["a", "b"], the YAML value of "value": `bounded_input.load_yaml`)."""
-    key, sep, raw = text.partition("=")
-    parts = key.strip().split(".")
-    if not sep or not all(p.strip() for p in parts):
-        raise ConfigError(
-            f"--set {shown(text)}: expected the form key.path=value (for example train.epochs=3)"
-        )
-    value = bounded_input.load_yaml(raw, f"--set {key.strip()}") if raw.strip() else None
-    return [p.strip() for p in parts], value
-
-
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Return a copy of `data` with every `key.path=value` override applied."""
-    data = _deep_copy(data)
-    for text in overrides:
-        parts, value = parse_override(text)
-        node = data
-        for depth, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if isinstance(child, str) and parts[: depth + 1] == ["generate", "sampler"]:
-                child = node[part] = {"name": child}  # `sampler: beam` is `{name: beam}`
-            if not isinstance(child, dict):
-                path = ".".join(parts[: depth + 1])
-                raise ConfigError(f"--set {shown(text)}: {path} is {shown(child)}, not a section")
-            node = child
-        node[parts[-1]] = value
-    return data
-
-
-def _deep_copy(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _deep_copy(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_deep_copy(v) for v in data]
-    return data
-
-
-def read_yaml(path: str | os.PathLike) -> dict:
-    """Safe-load a YAML mapping, raising ConfigError with the file name on failure: a file
-    that is not a regular one, past `MAX_CONFIG_BYTES`, not UTF-8, not YAML, or whose
-    aliases expand past `bounded_input.MAX_YAML_VALUES` values."""
-    text = bounded_input.read_text(path, MAX_CONFIG_BYTES, "config file")
-    data = bounded_input.load_yaml(text, str(path))
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
-
-
 def validate(data: dict) -> ExperimentConfig:
     """Validate a config mapping, raising ConfigError with key path, value and expectation."""
     try:
@@ -588,13 +538,47 @@ def format_errors(err: ValidationError, data: dict) -> str:
         elif item["type"] == "missing":
             expected = "this key is required"
         else:
-            expected = item["msg"].removeprefix("Value error, ")
+            expected = _expected(item)
         got = _MISSING if item["type"] == "missing" else item.get("input")
         if item["type"] == "task_name":
             key, got = "task.name", item["ctx"]["tag"]
             expected = "one of " + item["ctx"]["expected_tags"]
         lines.append(problem(key, got, expected))
     return "\n".join(lines)
+
+
+# pydantic's error types, worded as the rest of the config errors are ("expected an integer",
+# not "expected Input should be a valid integer").
+_EXPECTED = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "dict_type": "a mapping",
+    "model_type": "a mapping of keys",
+    "model_attributes_type": "a mapping of keys",
+    "list_type": "a list",
+}
+_BOUND_SIGNS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<="}
+_BOUND_SIGNS["less_than"] = "<"
+
+
+def _expected(item: dict) -> str:
+    ctx = item.get("ctx") or {}
+    if item["type"] in _EXPECTED:
+        return _EXPECTED[item["type"]]
+    if item["type"] in _BOUND_SIGNS:
+        return f"a value {_BOUND_SIGNS[item['type']]} {next(iter(ctx.values()))}"
+    if item["type"] == "literal_error":
+        return "one of " + ctx.get("expected", "").replace(" or ", ", ")
+    if item["type"] == "string_too_short":
+        return f"a string of at least {ctx.get('min_length')} characters"
+    return item["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
 
 
 def to_dict(cfg: ExperimentConfig) -> dict:

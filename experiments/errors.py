@@ -79,6 +79,13 @@ class CorruptData(Exception):
     """A checkpoint or spool on disk is damaged, belongs to another run, or is not ours (exit 1)."""
 
 
+class RefusedData(CorruptData):
+    """Files a command was pointed at, by the user or by the run's tags, are refused as its
+    input: a checkpoint folder that is another run's, a link, a relative path, an
+    unreadable `run.json`, no checkpoint to resume from, a damaged one (exit 2). The same
+    damage found while a run trains is a `CorruptData` (exit 1)."""
+
+
 class RunLocked(Exception):
     """Another live process owns the run (writes its checkpoints and spool) (exit 4)."""
 
@@ -108,8 +115,23 @@ EXIT_RUN_FAILED = 1
 EXIT_LOCKED = 4
 EXIT_TERMINATED = 128 + 15  # what a shell reports for a process ended by SIGTERM
 
+EXIT_INTERRUPTED = 128 + 2  # Ctrl+C (SIGINT)
+
+# What each exit code means, as `--help` and docs/guides/runner.md list them.
+EXIT_CODES = {
+    0: "done",
+    EXIT_RUN_FAILED: "failure: the run or the command failed (its message says why)",
+    EXIT_CONFIG: "refused input: a config, an argument, a run id, or files the command was "
+    "pointed at (not the run's, damaged); nothing was trained or uploaded",
+    EXIT_TRACKING_UNAVAILABLE: "the tracking server cannot be reached",
+    EXIT_LOCKED: "another live process holds the run",
+    EXIT_INTERRUPTED: "interrupted by Ctrl+C (a run ends KILLED, resumable)",
+    EXIT_TERMINATED: "stopped by SIGTERM (a run ends KILLED, resumable)",
+}
+
 EXITS: dict[type[Exception], Exit] = {
     ConfigError: Exit(EXIT_CONFIG, "error"),
+    RefusedData: Exit(EXIT_CONFIG, "error"),
     TrackingUnavailable: Exit(EXIT_TRACKING_UNAVAILABLE, "error"),
     RunFailed: Exit(EXIT_RUN_FAILED, "error: run failed"),
     CorruptData: Exit(EXIT_RUN_FAILED, "error"),
@@ -119,8 +141,9 @@ EXITS: dict[type[Exception], Exit] = {
 
 
 def exit_for(err: BaseException) -> Exit | None:
-    """The table entry for `err` (subclasses included), or None when it is not a runner error."""
-    for kind, exit_ in EXITS.items():
-        if isinstance(err, kind):
-            return exit_
+    """The table entry for `err`: its class's, or that of its nearest base class in the table
+    (`RefusedData` before `CorruptData`); None when it is not a runner error."""
+    for kind in type(err).__mro__:
+        if kind in EXITS:
+            return EXITS[kind]
     return None

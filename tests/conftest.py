@@ -4,6 +4,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import gc  # noqa: E402
+import sys  # noqa: E402
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -26,6 +27,9 @@ def _reset_keras_state():
     keras.config.set_dtype_policy("float32")
     keras.utils.set_random_seed(1234)
     np.random.seed(1234)
+    notices = sys.modules.get("experiments.training.notices")
+    if notices is not None:  # the data notices a process prints once: each test is one
+        notices.said.clear()
     yield
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session(free_memory=False)

@@ -102,7 +102,7 @@ def test_resume_refuses_a_damaged_checkpoint_and_ends_the_run_failed(tmp_path, m
     state = json.loads((folder / "state.json").read_text())
     assert state["run_id"] == run_id
     _flip_byte(folder / state["checkpoint"] / "model.weights.h5", offset=-64)
-    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["resume", run_id]) == errors.EXIT_CONFIG  # refused as input
     err = capsys.readouterr().err
     assert "is damaged" in err and "Traceback" not in err
     run = mlflow.MlflowClient(uri).get_run(run_id)

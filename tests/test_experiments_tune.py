@@ -156,6 +156,8 @@ def test_running_a_finished_study_again_leaves_its_parent_finished(store, tmp_pa
 
     assert main(["tune", str(config)]) == 0  # nothing left to do: only reported
     again = capsys.readouterr().out
+    assert "nothing left to run" not in first
+    assert "nothing left to run: study " in again and "has its 1 trial(s)" in again
     (parent,) = [r for r in runs(store) if r.data.tags.get("tune") == "parent"]
     assert parent.info.status == "FINISHED"
     assert len(runs(store)) == 2  # the parent and its one trial, no new run
@@ -318,7 +320,8 @@ def test_a_worker_killed_mid_trial_on_a_journal_study_is_failed_and_run_again(
     # The command again, one worker: nothing left, nothing new, the parent stays FINISHED.
     assert main([*args, "--workers", "1"]) == 0
     again = capsys.readouterr().out
-    assert line in again
+    assert "nothing left to run: study jn has its 3 trial(s)" in again
+    assert line.replace("champion:", "champion now:", 1) in again  # without the old verdict
     assert len(runs(store)) == len(children) + 1
     assert client.get_run(parents[0].info.run_id).info.status == "FINISHED"
 

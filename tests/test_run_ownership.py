@@ -43,7 +43,7 @@ def test_sync_refuses_another_runs_checkpoint_folder(store, capsys):
     folder_a = tmp_path / "ck" / run_a
     _spool_with_loss(folder_a, [1, 2], run_a)
     before = snapshot(folder_a)
-    assert main(["sync", run_b, "--checkpoint-dir", str(folder_a)]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_b, "--checkpoint-dir", str(folder_a)]) == errors.EXIT_CONFIG
     err = capsys.readouterr().err
     assert f"holds the checkpoints and spool of run {run_a}, not of run {run_b}" in err
     assert client.get_metric_history(run_b, "loss") == []  # nothing of A merged into B
@@ -51,7 +51,7 @@ def test_sync_refuses_another_runs_checkpoint_folder(store, capsys):
     # A folder the runner marked for run A, whatever its name, is refused for B too.
     renamed = tmp_path / "ck" / "renamed"
     folder_a.rename(renamed)
-    assert main(["sync", run_b, "--checkpoint-dir", str(renamed)]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_b, "--checkpoint-dir", str(renamed)]) == errors.EXIT_CONFIG
     assert f"holds the checkpoints and spool of run {run_a}" in capsys.readouterr().err
     assert main(["sync", run_a, "--checkpoint-dir", str(renamed)]) == 0
     assert sorted(m.step for m in client.get_metric_history(run_a, "loss")) == [1, 2]
@@ -74,7 +74,7 @@ def test_a_checkpoint_dir_tag_naming_a_foreign_folder_is_refused(store, capsys):
     assert snapshot(victim) == before  # neither uploaded, overwrote nor deleted anything
     assert client.get_metric_history(run_id, "loss") == []
     client.set_tag(run_id, "checkpoint_dir", "relative/" + run_id)
-    assert main(["sync", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_id]) == errors.EXIT_CONFIG
     assert "not an absolute path" in capsys.readouterr().err
 
 
@@ -87,10 +87,10 @@ def test_sync_refuses_a_checkpoint_dir_that_is_a_symlink_to_a_foreign_folder(sto
     link = tmp_path / "ck" / run_id
     link.parent.mkdir()
     link.symlink_to(foreign, target_is_directory=True)
-    assert main(["sync", run_id, "--checkpoint-dir", str(link)]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_id, "--checkpoint-dir", str(link)]) == errors.EXIT_CONFIG
     assert f"{link} is a symbolic link" in capsys.readouterr().err
     relative = link.relative_to(tmp_path)  # the store fixture's working folder
-    assert main(["sync", run_id, "--checkpoint-dir", str(relative)]) == errors.EXIT_RUN_FAILED
+    assert main(["sync", run_id, "--checkpoint-dir", str(relative)]) == errors.EXIT_CONFIG
     assert "is a symbolic link" in capsys.readouterr().err
     assert snapshot(foreign) == before  # nothing uploaded or deleted from it
     assert client.get_metric_history(run_id, "loss") == []
@@ -122,7 +122,7 @@ def test_resume_without_state_json_refuses_and_ends_the_run_failed(store, capsys
         assert f"pid {holder.pid}" in capsys.readouterr().err
         run = client.get_run(run_id)
         assert run.info.status == ended and "failure_reason" not in run.data.tags
-    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["resume", run_id]) == errors.EXIT_CONFIG
     err = capsys.readouterr().err
     assert "state.json" in err and "is missing" in err and "new run" in err
     assert client.get_metric_history(run_id, "loss") == []  # no epoch 1 again

@@ -170,7 +170,7 @@ def test_a_refused_resume_of_a_sigkilled_run_ends_it_failed_until_it_finishes(
     _flip(weights)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
-    assert main(["resume", run_id]) == errors.EXIT_RUN_FAILED
+    assert main(["resume", run_id]) == errors.EXIT_CONFIG  # refused as input
     assert "is damaged" in capsys.readouterr().err
     client = mlflow.MlflowClient(uri)
     run = client.get_run(run_id)

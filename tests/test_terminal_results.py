@@ -49,8 +49,18 @@ def test_a_run_ends_with_its_result_block(store, tmp_path, capsys):
         f"  baseline  accuracy {metrics['baseline_test_accuracy']:.3f}  "
         f"macro_f1 {metrics['baseline_test_macro_f1']:.3f}"
     ), block
-    assert block[3] == f"  weights   best epoch {int(metrics['best_epoch'])} of 2 (early stopping)"
+    ran = max(
+        m.step for m in mlflow.MlflowClient(store).get_metric_history(finished.info.run_id, "loss")
+    )
+    how = "all ran" if ran == 2 else "early stopping ended the run; 2 configured"
+    assert block[3] == f"  weights   best epoch {int(metrics['best_epoch'])} of {ran} ({how})"
     assert f"run id: {finished.info.run_id}" in lines
+    views = f"#/experiments/{finished.info.experiment_id}/runs?viewStateShareKey=attention&"
+    images = [line for line in lines if line.startswith("  its attention images: ")]
+    assert images == [
+        f"  its attention images: http://127.0.0.1:5000/{views}compareRunsMode=CHART"
+        "&workflowType=machine_learning"
+    ]
     page = f"#/experiments/{finished.info.experiment_id}/runs/{finished.info.run_id}"
     assert any(
         line.startswith("  its page there: http://127.0.0.1:5000/") and page in line
@@ -81,12 +91,36 @@ def test_the_block_shows_each_length_bucket_in_order():
                 "test_exact_match_greedy_len_17_20": 0.0,
             }
 
-    assert results.run_block(Run) == [
+    assert results.run_block(Run, ran=3) == [
         "result of run r (FINISHED):",
         "  test      exact_match_greedy 0.500",
         "  weights   the last epoch's (epoch 3)",
         "  lengths   exact_match_greedy: 4-12 0.980  13-16 0.250  17-20 0.000",
     ]
+
+
+@pytest.mark.parametrize(
+    "best, configured, ran, line",
+    [
+        (1, "3", 2, "best epoch 1 of 2 (early stopping ended the run; 3 configured)"),
+        (8, "8", 8, "best epoch 8 of 8 (all ran)"),
+        (None, "3", 3, "the last epoch's (epoch 3)"),
+        (None, "5", 2, "the last epoch's (epoch 2)"),  # a run killed after epoch 2
+        (2, "4", None, "best epoch 2 (4 epochs configured)"),  # the history did not answer
+    ],
+)
+def test_the_weights_line_counts_the_epochs_that_ran(best, configured, ran, line):
+    from experiments.tracking import results
+
+    class Run:
+        class info:
+            run_name, run_id, status = "r", "abc", "FINISHED"
+
+        class data:
+            params = {"train.epochs": configured}
+            metrics = {"test_accuracy": 0.5, **({"best_epoch": best} if best else {})}
+
+    assert results.run_block(Run, ran=ran)[-1] == f"  weights   {line}"
 
 
 @pytest.mark.slow

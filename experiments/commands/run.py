@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from experiments import ready_configs
 from experiments.commands import common
 
 
@@ -13,10 +12,11 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    path = common.checked_config(args.config, args.overrides)  # before Keras is imported
     from experiments import config
     from experiments.training import run
 
-    cfg = config.load_config(ready_configs.resolve(args.config), args.overrides)
+    cfg = config.load_config(path, args.overrides)
     run_id = run.execute(run.validate(cfg))
     common.report(run_id)
     return 0

@@ -2,7 +2,8 @@
 
 Starts `mlflow models serve` from this environment (its `uvicorn` first on `PATH`,
 `--env-manager local`, the project's tracking store), waits until the server answers
-`/ping`, prints the URL and a `curl` line, and stops the server and its workers on
+`/ping`, prints the URL and a `curl` line (its input from the run's own data:
+`example_request`), and stops the server and its workers on
 Ctrl+C or SIGTERM.
 """
 
@@ -15,7 +16,13 @@ import sys
 from pathlib import Path
 
 from experiments import errors
-from experiments.commands.ui import LOCAL_HOSTS, reachable_host, run_in_group, wait_until_up
+from experiments.commands.ui import (
+    LOCAL_HOSTS,
+    reachable_host,
+    run_in_group,
+    server_env,
+    wait_until_up,
+)
 
 # What each --model serves: the tag holding its URI, and an example request.
 MODELS = {
@@ -69,13 +76,16 @@ def serve_command(model_uri: str, port: int, host: str) -> list[str]:
 
 def serve_env(tracking_uri: str) -> dict:
     """This environment's scripts first on `PATH` (MLflow starts `uvicorn` from there),
-    and the store the model URI points into."""
+    the store the model URI points into, and the warnings a user cannot act on off
+    (`ui.server_env`)."""
     scripts = str(Path(sys.executable).parent)
-    return {
-        **os.environ,
-        "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
-        "MLFLOW_TRACKING_URI": tracking_uri,
-    }
+    return server_env(
+        {
+            **os.environ,
+            "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
+            "MLFLOW_TRACKING_URI": tracking_uri,
+        }
+    )
 
 
 def model_uri(run_id: str, model: str) -> str:
@@ -100,6 +110,30 @@ def model_uri(run_id: str, model: str) -> str:
     return uri
 
 
+def example_request(uri: str, model: str) -> dict:
+    """A request of one input from the run's own data: the first row of the input example
+    logged with the model (a probe of the run's task, as the model reads it), or, when it
+    cannot be read, `MODELS`' generic one."""
+    import mlflow
+
+    from experiments.tracking import store
+
+    _, generic = MODELS[model]
+    try:
+        client = mlflow.MlflowClient(store.tracking_uri())
+        location = client.get_logged_model(uri.removeprefix("models:/")).artifact_location
+        path = mlflow.artifacts.download_artifacts(
+            artifact_uri=f"{location.rstrip('/')}/input_example.json"
+        )
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except Exception:  # noqa: BLE001 - an older model or store: the generic example
+        return generic
+    rows = data.get("inputs", data.get("data")) if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not rows:
+        return generic
+    return {"inputs": rows[:1]}
+
+
 def handle(args) -> int:
     """Serve until interrupted; the server's whole process group is stopped on the way out."""
     from experiments.tracking import store
@@ -114,7 +148,7 @@ def handle(args) -> int:
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the model will accept connections on {args.host}", file=sys.stderr)
     base = f"http://{reachable_host(args.host)}:{args.port}"
-    _, example = MODELS[args.model]
+    example = example_request(uri, args.model)
 
     def announce_when_up(child: subprocess.Popen) -> None:
         wait_until_up(child, f"{base}/ping", args.timeout, "mlflow models serve")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from experiments import ready_configs
 from experiments.commands import common
 
 
@@ -20,10 +19,17 @@ def add_parser(subparsers) -> None:
 
 
 def handle(args) -> int:
+    points = [
+        [f"{spec.partition('=')[0]}={value}"]
+        for spec in args.grid
+        if "=" in spec
+        for value in spec.partition("=")[2].split(",")
+        if value.strip()
+    ]
+    path = common.checked_config(args.config, args.overrides, points=points)  # before Keras
     from experiments.tracking import results
     from experiments.training import sweep
 
-    path = ready_configs.resolve(args.config)
     outcome = sweep.run_sweep(path, args.grid, args.overrides)
     print("sweep results (test split, whole; comparison.csv on the parent run):")
     print("\n".join("  " + line for line in results.test_table(outcome.rows, "point")))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from experiments import ready_configs
 from experiments.commands import common
 
 SPACE_HELP = (
@@ -58,9 +57,16 @@ def add_parser(subparsers) -> None:
         metavar="SECONDS",
         help="trial heartbeat; a trial silent for 3 beats is failed and retried (default 30)",
     )
-    parser.add_argument("--seed", type=int, help="sampler seed (default: random)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="sampler seed (default: random); each worker, and each rerun of the study, "
+        "seeds its sampler from it, its number and the trials the study holds",
+    )
     # Set on the K-1 processes `--workers K` starts: the command that started them reports.
     parser.add_argument("--helper", action="store_true", help=argparse.SUPPRESS)
+    # Their number among the study's workers (1 .. K-1): part of their sampler's seed.
+    parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     parser.set_defaults(handler=handle)
 
 
@@ -87,9 +93,9 @@ def worker_argv(args) -> list[str]:
 
 
 def handle(args) -> int:
+    path = common.checked_config(args.config, args.overrides, ["tune"])  # before Keras
     from experiments.tuning import study_storage, tune
 
-    path = ready_configs.resolve(args.config)
     flags = {
         name: getattr(args, name)
         for name in (
@@ -109,11 +115,17 @@ def handle(args) -> int:
     }
     plan = tune.plan(path, args.overrides, flags)
     plan.worker_argv = worker_argv(args)
+    plan.worker = args.worker
     outcome = tune.run_study(plan)
     if args.helper:
         return 0  # the worker that started this one prints the study's report
     study = outcome.study
     trials = study.get_trials(deepcopy=False)
+    if outcome.nothing_left:
+        print(
+            f"nothing left to run: study {plan.study} has its {plan.trials} trial(s), all "
+            "ended and summarised (raise --trials to run more, or name a new --study)"
+        )
     print(
         f"study: {plan.study} ({study_storage.redact(plan.storage)}), {plan.direction} {plan.metric}"
     )
@@ -147,6 +159,8 @@ def _champion_line(name: str, outcome, best) -> str:
 
     version = outcome.champion
     verdict = f": {outcome.verdict}" if outcome.verdict else ""
+    if outcome.nothing_left:  # the verdict of the study's last summary is old news
+        verdict = ""
     if version is None:
         if not outcome.summarised:
             why = "the study is not finished: its last worker registers the best model"
@@ -161,7 +175,8 @@ def _champion_line(name: str, outcome, best) -> str:
         if best is not None and run_id == best.user_attrs.get("mlflow_run_id")
         else f"run {run_id}"
     )
+    label = "champion now" if outcome.nothing_left else "champion"
     return (
-        f"champion: models:/{name}@{registry.CHAMPION} (version {version.version}, {whose})"
+        f"{label}: models:/{name}@{registry.CHAMPION} (version {version.version}, {whose})"
         + verdict
     )

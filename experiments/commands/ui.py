@@ -81,6 +81,8 @@ def handle(args) -> int:
     """Serve the store until interrupted (Ctrl+C or SIGTERM: the UI and its workers stop too)."""
     from experiments.tracking import store
 
+    if not 0 < args.port < 65536:
+        raise errors.ConfigError(f"--port: expected 1 to 65535. Received: --port={args.port}")
     command = ui_command(args.port, args.host)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)
@@ -99,7 +101,21 @@ def handle(args) -> int:
         print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)", flush=True)
         print_image_views(args.host, args.port)
 
-    return run_in_group(command, started=announce_when_up)
+    return run_in_group(command, server_env(), started=announce_when_up)
+
+
+# Warnings of the servers MLflow starts (uvicorn workers) that a user cannot act on, as
+# `PYTHONWARNINGS` entries (action:message-prefix): MLflow's server imports Starlette's
+# deprecated WSGI middleware, once per worker.
+QUIET_WARNINGS = ("ignore:starlette.middleware.wsgi is deprecated",)
+
+
+def server_env(base: dict | None = None) -> dict:
+    """`base` (this environment) for a server MLflow starts: `QUIET_WARNINGS` first in
+    `PYTHONWARNINGS`, so that a user's own entries there still win."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONWARNINGS"] = ",".join(filter(None, [*QUIET_WARNINGS, env.get("PYTHONWARNINGS")]))
+    return env
 
 
 def run_in_group(command: list[str], env: dict | None = None, started=None) -> int:

@@ -104,6 +104,22 @@ class TaskKind:
     #: (checked by the model's constructor when `run.validate` builds it once)
     attention_options: tuple[str, ...] = ()
 
+    #: the config keys (dotted) this kind's model never reads: a run of the kind does not log
+    #: them as params, so a comparison in the UI never shows a value that did not apply
+    unused_keys: tuple[str, ...] = (
+        "model.decoder",
+        "model.attention_layer_size",
+        "model.copy",
+        "model.max_oov",
+        "model.attention.query",
+        "model.attention.query_value",
+    )
+
+    def applies(self, key: str, cfg: ExperimentConfig) -> bool:
+        """Whether the config key `key` (dotted: `model.decoder`) is one the model of `cfg`
+        reads, so that a run logs it as a param (`unused_keys`: those it does not)."""
+        return key not in self.unused_keys
+
     #: whether the model's attention has decoder steps a coverage loss can sum over
     has_coverage = False
     #: whether the model can copy source words (`model.copy`)
@@ -259,6 +275,9 @@ class TaskKind:
             )
             heatmaps.append((f"probe_{i}", kwargs))
         return heatmaps
+
+    #: what a row of a probe's heatmap is: its y-axis label
+    heatmap_rows = "query"
 
     def heatmap(self, task: Task, i: int, source: list[str], logits, weights) -> tuple:
         """(weights rows, source tokens, target tokens, title) of probe `i`."""

@@ -22,7 +22,10 @@ class Classification(TaskKind):
     default_bidirectional = True
     metric_names = ("accuracy", "macro_f1")
     fit_metrics = ("accuracy",)
+    heatmap_rows = "pooling query (the prediction)"  # the y-axis of its heatmaps
     primary_metric = "test_accuracy"
+    # the pooling query is the classifier's own; no decoder, no copying
+    unused_keys = ("model.decoder", "model.attention_layer_size", "model.copy", "model.max_oov")
 
     def build_model(self, cfg, task):
         m = cfg.model

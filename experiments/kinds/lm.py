@@ -20,6 +20,9 @@ class LanguageModel(TaskKind):
     metric_names = ("perplexity", "bits_per_char")
     primary_metric = "test_bits_per_char"
     attention_options = ("window",)  # SequenceAttention's local window
+    heatmap_rows = "token predicting the next (query)"  # the y-axis of its heatmaps
+    # a causal model: one direction, no decoder, no copying, no pooling query
+    unused_keys = (*TaskKind.unused_keys, "model.bidirectional")
 
     def build_model(self, cfg, task):
         m = cfg.model

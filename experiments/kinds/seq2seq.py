@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 import numpy as np
+from sacrebleu.metrics import BLEU
 
 from experiments.data import metrics, modeling, text_scores
 from experiments.data import split as split_lib
 from experiments.data.modeling import GREEDY
-from experiments.data.vocab import END, START, UNK
+from experiments.data.vocab import END, SPECIALS, START, UNK
 from experiments.errors import invalid_config
 from experiments.kinds import register
 from experiments.kinds.base import Artifacts, TaskKind, generate_defaults
 from experiments.peers import keras_seq2seq
 from keras_attn_rnn import models
 
+BLEU_ORDER = 4  # sacrebleu's n-grams, 1 to 4
+
 # Sources decoded at once when a split is scored.
 EVAL_BATCH = 512
+
+
+def bleu_tokenize(task) -> str:
+    """sacrebleu's tokenisation of the task's BLEU: `char` where its targets are strings of
+    characters (every token of its output vocabulary one character), on which `13a` makes
+    each whole target one word, so that BLEU, needing 4-grams of words, is 0 even for a
+    perfect model; else the task's own (`13a`, or what `pairs`' `task.bleu_tokenize`
+    chose)."""
+    tokens = [t for t in task.output_vocab.tokens if t not in SPECIALS]
+    if task.bleu_tokenize == "13a" and tokens and all(len(t) == 1 for t in tokens):
+        return "char"
+    return task.bleu_tokenize
+
+
+def bleu_applies(references, tokenize: str) -> bool:
+    """Whether corpus BLEU can mean anything on `references`: it multiplies the precisions of
+    1- to 4-grams, so the median reference must hold 4 tokens in sacrebleu's `tokenize`
+    (the `addition` task's answers, 3 or 4 characters, do not: no BLEU there)."""
+    split = BLEU(tokenize=tokenize).tokenizer
+    lengths = sorted(len(split(text).split()) for text in references)
+    return bool(lengths) and lengths[len(lengths) // 2] >= BLEU_ORDER
 
 
 @register
@@ -36,7 +60,15 @@ class Seq2Seq(TaskKind):
     metric_names = ("token_accuracy", "exact_match_greedy")
     primary_metric = "test_exact_match_greedy"
 
+    # the decoder is the library's (or the peer's); no pooling query
+    unused_keys = ("model.attention.query", "model.attention.query_value")
+    # what the plain-Keras peer does not read: it has Keras's own attention layer
+    # (`keras.layers.Attention`: a dot score, softmax) and one `tanh` layer of `model.units`
+    peer_unused_keys = ("model.attention_layer_size", "model.max_oov")
+    peer_score = "dot"  # keras.layers.Attention's
+
     takes_mechanism = True  # the decoder takes any mechanism of the library's registry
+    heatmap_rows = "target token (decoder step)"  # the y-axis of its heatmaps
     # decoding starts at `<s>` and stops at `</s>` (not before `min_length` tokens); a copying
     # model reads `source_ext` (default: the prompts, as the library's)
     decode_ids = {"start_id": START, "eos_id": END}
@@ -73,6 +105,20 @@ class Seq2Seq(TaskKind):
                 f"{task.name!r} holds (or unset)",
             )
         return task.with_splits(split_lib.with_copy)
+
+    def score(self, cfg):
+        """The configured score or the default; the peer's own, Keras's dot score."""
+        if cfg.model.decoder == keras_seq2seq.NAME:
+            return self.peer_score
+        return super().score(cfg)
+
+    def applies(self, key, cfg):
+        """Also: the peer reads none of the attention's keys but its (dot) score."""
+        if cfg.model.decoder == keras_seq2seq.NAME:
+            attention = key.startswith("model.attention.") and key != "model.attention.score"
+            if attention or key in self.peer_unused_keys:
+                return False
+        return super().applies(key, cfg)
 
     def check(self, cfg):
         super().check(cfg)
@@ -157,6 +203,7 @@ class Seq2Seq(TaskKind):
         try:
             out = self.length_metrics(model, task, split)
             texts = text_scores.SplitTexts.of(task, split)
+            texts.tokenize = bleu_tokenize(task)  # characters: sacrebleu's `char`
             decoders = [("greedy", GREEDY, 0)]
             if gen_cfg.sampler_name == "beam":
                 decoders.append(("beam", gen_cfg.built_sampler, gen_cfg.seed))
@@ -168,6 +215,8 @@ class Seq2Seq(TaskKind):
             self.test_texts = texts
         finally:
             self._decodings = None
+        if not bleu_applies(texts.references, texts.tokenize):  # chrF and exact match only
+            out = {k: v for k, v in out.items() if not k.startswith("bleu_")}
         return out | texts.copy_baseline()
 
     def final_artifacts(self, model, task, split):
@@ -177,6 +226,8 @@ class Seq2Seq(TaskKind):
         if texts is None:
             return Artifacts()
         signatures = text_scores.signatures(texts.tokenize)
+        if not bleu_applies(texts.references, texts.tokenize):
+            del signatures["bleu"]  # no BLEU logged
         return Artifacts(texts=texts.files(), dicts={"text/sacrebleu_signatures.json": signatures})
 
     def exact_match(self, model, sampler, split, seed=0) -> float:

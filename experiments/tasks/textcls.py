@@ -204,6 +204,13 @@ class TextClsTask(TaskSection):
             return _imdb(self)
         rows = read_rows(self.path, self.text_field, self.label_field, self.max_row_chars)
         class_names = sorted({label for _, label in rows})
+        if len(class_names) < 2:  # one class: test accuracy 1.000, whatever the model learns
+            raise ConfigError(
+                f"task.label_field: the {self.label_field!r} values of {self.path}; expected "
+                "at least 2 classes (a classifier of one class scores 1.000 whatever it "
+                f"learns; is task.label_field the label column?). Received: "
+                f"{len(class_names)} class(es) {shown(class_names)} in {len(rows)} rows"
+            )
         if len(class_names) > self.max_labels:
             raise ConfigError(
                 f"task.max_labels: {self.path} holds {len(class_names)} distinct "

@@ -74,8 +74,9 @@ def register(client, run_id: str, name: str, metric: str, direction: str, alias:
         verdict = Verdict(False, f"the champion's run cannot be read ({err}), so it is kept")
     if verdict.moves:
         client.set_registered_model_alias(name, alias, version.version)
-        for key, value in zip(OBJECTIVE_TAGS, (metric, direction, repr(new.value))):
-            client.set_model_version_tag(name, version.version, key, value)
+    # Every version records the objective it was judged on, the champion's and the others'.
+    for key, value in zip(OBJECTIVE_TAGS, (metric, direction, repr(new.value))):
+        client.set_model_version_tag(name, version.version, key, value)
     client.set_model_version_tag(name, version.version, VERDICT_TAG, verdict.reason)
     return client.get_model_version(name, version.version), verdict
 

@@ -32,6 +32,32 @@ def read_back(run_id: str):
         return None
 
 
+def image_view_route(experiment_id: str) -> str | None:
+    """The UI route of the experiment's saved view of its attention images (`image_view`),
+    or None when it has none (no images logged) or the store does not answer in time."""
+    from experiments.tracking import image_view
+
+    uri = store.tracking_uri()
+    try:
+        with server.request_timeout(READ_SECONDS):
+            tags = mlflow.MlflowClient(uri).get_experiment(experiment_id).tags
+    except Exception:  # noqa: BLE001 - the report says what it can
+        return None
+    return image_view.route(experiment_id) if image_view.TAG in tags else None
+
+
+def epochs_run(run_id: str) -> int | None:
+    """The epochs the run trained (the last step of its `loss`: steps are 1-based epochs,
+    a resumed run's included), or None when the store does not answer in time."""
+    uri = store.tracking_uri()
+    try:
+        with server.request_timeout(READ_SECONDS):
+            history = mlflow.MlflowClient(uri).get_metric_history(run_id, "loss")
+    except Exception:  # noqa: BLE001 - the report says what it can
+        return None
+    return max((m.step for m in history), default=None)
+
+
 def number(value) -> str:
     """A value as the terminal shows it: a float with 3 decimals (4 significant digits when
     large), anything else as it is, `-` for none."""
@@ -42,8 +68,9 @@ def number(value) -> str:
     return f"{value:.3f}" if abs(value) < 1000 else f"{value:.4g}"
 
 
-def run_block(run) -> list[str]:
-    """The result lines of a finished run (an MLflow `Run`)."""
+def run_block(run, ran: int | None = None) -> list[str]:
+    """The result lines of a finished run (an MLflow `Run`); `ran`: the epochs it trained
+    (`epochs_run`; None: unknown, the configured `train.epochs` is named instead)."""
     metrics = run.data.metrics
     name = run.info.run_name or run.info.run_id
     lines = [f"result of run {name} ({run.info.status}):"]
@@ -62,13 +89,24 @@ def run_block(run) -> list[str]:
         lines.append(
             "  baseline  " + _pairs(baseline) + "  (TF-IDF + logistic regression, same split)"
         )
-    best = metrics.get("best_epoch")
-    epochs = run.data.params.get("train.epochs")
-    if best is not None:
-        lines.append(f"  weights   best epoch {int(best)} of {epochs} (early stopping)")
-    elif epochs is not None:
-        lines.append(f"  weights   the last epoch's (epoch {epochs})")
+    lines += _weights_line(metrics.get("best_epoch"), run.data.params.get("train.epochs"), ran)
     return lines + _by_length(metrics, list(test))
+
+
+def _weights_line(best, configured, ran: int | None) -> list[str]:
+    """Which epoch's weights were tested: the best one (early stopping on), out of the
+    epochs that ran, saying whether early stopping ended the run; else the last one."""
+    if ran is None:
+        if best is not None and configured is not None:
+            return [f"  weights   best epoch {int(best)} ({configured} epochs configured)"]
+        if configured is None:
+            return []
+        return [f"  weights   the last epoch's ({configured} epochs configured)"]
+    if best is None:
+        return [f"  weights   the last epoch's (epoch {ran})"]
+    stopped = configured is not None and ran < int(configured)
+    how = f"early stopping ended the run; {configured} configured" if stopped else "all ran"
+    return [f"  weights   best epoch {int(best)} of {ran} ({how})"]
 
 
 def table(rows: list[dict], columns: list[str], headers: dict | None = None) -> list[str]:

@@ -9,7 +9,8 @@ name) is refused as input (exit 2), with the one line that marks it for the
 user who knows it is that run's. So `sync`/`resume` never read, upload,
 overwrite or delete another run's files, or a folder that is not a
 checkpoint folder at all, whether the path came from the command line or
-from the run's `checkpoint_dir` tag.
+from the run's `checkpoint_dir` tag; every refusal is of the command's input
+(`RefusedData` or `ConfigError`, exit 2).
 
 A finished run's folder is deleted (`discard`) by the process that holds its lock, once
 nothing in it is still to be uploaded (no `spool/`): at the end of the run unless
@@ -24,7 +25,7 @@ import os
 import shutil
 from pathlib import Path
 
-from experiments.errors import ConfigError, CorruptData
+from experiments.errors import ConfigError, CorruptData, RefusedData
 from experiments.tracking.spool import SPOOL_DIR
 
 MARKER = "run.json"
@@ -49,18 +50,21 @@ def verify(folder: Path, run_id: str, source: str = "--checkpoint-dir") -> Path:
     """`folder` as an absolute path, if it is the checkpoint folder of `run_id` (or absent)."""
     folder = Path(folder)
     if not folder.is_absolute():
-        raise CorruptData(f"{source}: {str(folder)!r} is not an absolute path")
+        raise RefusedData(f"{source}: {str(folder)!r} is not an absolute path")
     if folder.is_symlink():
-        raise CorruptData(
+        raise RefusedData(
             f"{source}: {folder} is a symbolic link; pass the run's checkpoint folder itself"
         )
     if not folder.exists():
         return folder
     if not folder.is_dir():
-        raise CorruptData(f"{source}: {folder} is not a folder")
-    found = owner(folder)
+        raise RefusedData(f"{source}: {folder} is not a folder")
+    try:
+        found = owner(folder)
+    except CorruptData as err:
+        raise RefusedData(f"{source}: {err}") from None
     if found is not None and found != run_id:
-        raise CorruptData(
+        raise RefusedData(
             f"{source}: {folder} holds the checkpoints and spool of run {found}, not of run "
             f"{run_id}; pass run {run_id}'s own folder"
         )

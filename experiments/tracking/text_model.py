@@ -26,7 +26,10 @@ record per string:
   `p_gen` (per generated token, the probability it was generated rather
   than copied from the source);
 - classification: `label`, `probabilities` (class name -> probability),
-  `tokens` (the input's tokens) and `attention` (the pooling weight of each).
+  `tokens` (the input's tokens) and `attention` (the pooling weight of each);
+- every record: `unknown_inputs`, how many units of the input the vocabulary did not
+  know (each read as `<unk>`), and `truncated` for a model trained on inputs cut at a
+  length.
 
 Generation takes `params` (declared in the model signature): `sampler` (a
 name of `keras_attn_rnn.samplers.names()`, greedy by default),
@@ -47,6 +50,7 @@ bounds the answer; past any of them the request is refused as bad input.
 from __future__ import annotations
 
 import json
+import logging
 import reprlib
 from pathlib import Path
 
@@ -59,7 +63,7 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from keras_attn_rnn import generation, samplers
 from keras_attn_rnn.generators import KerasAttentionGenerator
-from keras_attn_rnn.tokenizers import SPECIALS, Extended, VocabularyTokenizer
+from keras_attn_rnn.tokenizers import SPECIALS, UNK, Extended, VocabularyTokenizer
 
 # Longest generation a request may ask for (the decoding caches are preallocated).
 MAX_LENGTH = 1000
@@ -70,6 +74,28 @@ MAX_INPUT_CHARS = 10_000
 # Attention weights one request may make the model compute (inputs x beams x generated
 # tokens x attended tokens): this bounds its time, its memory and its answer (~20 MB).
 MAX_ATTENTION = 1_000_000
+
+
+class _NoRetracing(logging.Filter):
+    """Drops TensorFlow's `triggered tf.function retracing` warning: a served model meets
+    batches of every shape, and each counts as a retrace; nothing a client can act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+def quiet_retracing() -> None:
+    """Put `_NoRetracing` on TensorFlow's logger (once)."""
+    logger = logging.getLogger("tensorflow")
+    if not any(isinstance(f, _NoRetracing) for f in logger.filters):
+        logger.addFilter(_NoRetracing())
+
+
+def unknown_count(ids) -> int:
+    """How many of the input `ids` are `<unk>`: units (characters, words) of the input that
+    the run's vocabulary does not hold, each read as `<unk>` (a copy-attention model still
+    copies them)."""
+    return sum(1 for i in ids if int(i) == UNK)
 
 
 def invalid(message: str) -> MlflowException:
@@ -236,6 +262,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
     """The pyfunc text model of a run (see the module docstring)."""
 
     def load_context(self, context):
+        quiet_retracing()
         self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
@@ -268,6 +295,9 @@ class TextModel(mlflow.pyfunc.PythonModel):
         if "max_input_tokens" in self.card:  # says whether the model saw all of each input
             for record, cut in zip(records, truncated):
                 record["truncated"] = cut
+        fed = [e.ids for e in encoded] if copies(self.card) else ids
+        for record, row in zip(records, fed):  # the input units the vocabulary did not know
+            record["unknown_inputs"] = unknown_count(row)
         return records
 
     def options(self, params: dict | None) -> dict:

@@ -185,9 +185,19 @@ def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) ->
     """The fully labelled heatmap of every probe (tokens on both axes, source and target in the
     title, the epoch), logged under `folder`. Plotting and uploading run on the artifact thread."""
     heatmaps = task.kind.probe_heatmaps(model, task, epoch)
-    tracker.submit(_render_and_log, tracker, folder, heatmaps)
+    tracker.submit(_render_and_log, tracker, folder, heatmaps, task.kind.heatmap_rows)
 
 
-def _render_and_log(tracker, folder: str, heatmaps) -> None:
+def _render_and_log(tracker, folder: str, heatmaps, rows: str = "query") -> None:
     for name, kwargs in heatmaps:
-        tracker.log_figure(plotting.plot_attention(**kwargs), f"{folder}/{name}.png")
+        tracker.log_figure(labelled_heatmap(kwargs, rows), f"{folder}/{name}.png")
+
+
+def labelled_heatmap(kwargs: dict, rows: str):
+    """`plotting.plot_attention(**kwargs)` with its y-axis named: `rows` (what a row is, the
+    kind's `heatmap_rows`), or for one long row drawn as lines of text, where each line
+    starts."""
+    figure = plotting.plot_attention(**kwargs)
+    wrapped = len(kwargs["weights"]) == 1 and len(kwargs["source_tokens"]) > plotting.WRAP
+    figure.axes[0].set_ylabel("position of the line's first token" if wrapped else rows)
+    return figure

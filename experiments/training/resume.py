@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from experiments import config as config_lib
-from experiments.errors import ConfigError, CorruptData
+from experiments.errors import ConfigError, CorruptData, RefusedData
 from experiments.tracking import finishing, run_folder, run_lock, store
 from experiments.tracking.tracker import CONFIG_ARTIFACT, VOCAB_ARTIFACT, Tracker
 from experiments.training import checkpoints, datasets, run
@@ -50,9 +50,9 @@ def resume_run(run_id: str) -> str:
         raise
     try:
         _check_checkpoint(folder, run_id)
-    except CorruptData as err:
+    except CorruptData as err:  # refused as the command's input (exit 2), the run ended FAILED
         _end_failed(client, run_id, folder, f"resume refused: {err}")
-        raise
+        raise RefusedData(str(err)) from None
     prepared = run.validate(cfg)
     if datasets.data_files(cfg.task):
         _check_vocabulary(tracker, prepared.task.vocabularies(), run_id)

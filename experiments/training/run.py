@@ -30,7 +30,7 @@ from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
 from experiments.tracking.tracker import VOCAB_ARTIFACT
 from experiments.training import callbacks as cb
-from experiments.training import checkpoints, datasets, distribute, guards, supervision
+from experiments.training import checkpoints, datasets, distribute, guards, notices, supervision
 from experiments.training.batches import epoch_batches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
@@ -251,9 +251,9 @@ def _tag_killed(tracker, run_id: str, err: KeyboardInterrupt) -> None:
 
 
 def _log_start(tracker, cfg, task, folder: Path) -> None:
-    tracker.log_params(
-        {**config_lib.flatten(config_lib.to_dict(cfg)), "val_eval_rows": _val_rows(cfg, task)}
-    )
+    params = config_lib.flatten(config_lib.to_dict(cfg))  # those the run's model reads:
+    params = {k: v for k, v in params.items() if task.kind.applies(k, cfg)}
+    tracker.log_params({**params, "val_eval_rows": _val_rows(cfg, task)})
     tracker.set_tags(
         {
             "task": task.name,
@@ -269,8 +269,8 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
     tracker.log_dict(task.vocabularies(), VOCAB_ARTIFACT)
     tracker.log_inputs(datasets.dataset_inputs(cfg, task))
     tracker.log_metrics({"duplicate_rows": task.duplicate_rows, **task.data_counts}, 0)
-    if task.duplicate_rows:
-        print(
+    if task.duplicate_rows:  # said once per process: a sweep's points, a study's trials
+        notices.once(
             f"{task.name}: {task.duplicate_rows} rows repeat an earlier row's input; "
             "all copies of an input are in one split, so no validation or test input "
             "is a training input"
@@ -279,7 +279,7 @@ def _log_start(tracker, cfg, task, folder: Path) -> None:
         if key.startswith("truncated_") and cut:
             what = key.removeprefix("truncated_")
             length = "max_length" if what == "texts" else f"max_{what[:-1]}_length"
-            print(
+            notices.once(
                 f"{task.name}: {cut} {what} are longer than {task.data_counts.get(length)} "
                 f"tokens and were cut there (task.{length} sets it)"
             )

@@ -14,7 +14,10 @@ the parent run FINISHED. `--workers K` starts K-1 more processes of the same com
 (`--helper`: they leave the study's report to this one).
 
 Running the command again resumes the study; a study with nothing left (every trial asked
-for has ended and is summarised) is only reported, its parent run left as it was. A worker
+for has ended and is summarised) is only reported (`Outcome.nothing_left`), its parent run
+left as it was. With `--seed S` each worker's sampler is seeded from S, its number and the
+trials the study held when it joined (`sampler_seed`): two workers, or a study run again,
+draw different points, and the same command on the same study draws the same ones. A worker
 stopped by an error or an interrupt ends the parent run FAILED or KILLED, with the reason
 in a tag, unless another worker still has a trial running (that worker ends it).
 """
@@ -29,6 +32,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy
 import optuna
 import yaml
 from optuna.trial import TrialState
@@ -66,6 +70,7 @@ class Plan:
     workers: int = 1
     seed: int | None = None
     worker_argv: list[str] = field(default_factory=list)
+    worker: int = 0  # this process's number among the study's workers (0: the one started)
 
 
 def plan(path: Path, overrides: list[str], flags: dict) -> Plan:
@@ -136,6 +141,7 @@ class Outcome:
     summarised: bool  # the summary of every trial the study has is written
     champion: object = None  # the registry's version under `champion`, None when there is none
     verdict: str | None = None  # why the champion moved to the study's best model or did not
+    nothing_left: bool = False  # the study was finished and summarised before this command
 
 
 def run_study(p: Plan) -> Outcome:
@@ -155,12 +161,13 @@ def _run_study(p: Plan) -> Outcome:
     with study_storage.lock(p.storage, p.study):
         storage = study_storage.open_storage(p.storage, heartbeat=p.heartbeat, on_stale=stale)
         study = _load_study(p, storage)
+        nothing_left = _settled(p, study) if study.user_attrs.get(PARENT_ATTR) else False
         experiment_id = store.experiment_id(client, p.experiment)
         parent = _parent_run(p, study, client, experiment_id)
     stale.connect(client, experiment_id, parent)
     helpers = []
     try:
-        helpers = [_start_worker(p) for _ in range(p.workers - 1)]
+        helpers = [_start_worker(p, number) for number in range(1, p.workers)]
         _work(p, study, storage, client, parent)
         failed = [h.wait() for h in helpers]
         _finish(p, study, client, parent, experiment_id)
@@ -172,15 +179,31 @@ def _run_study(p: Plan) -> Outcome:
         print(f"tune: {sum(map(bool, failed))} worker process(es) failed", file=sys.stderr)
     summarised = study.user_attrs.get(SUMMARISED_ATTR) == len(study.get_trials(deepcopy=False))
     verdict = client.get_run(parent).data.tags.get(registry.VERDICT_TAG)
-    return Outcome(parent, study, summarised, registry.aliased(client, p.register_as), verdict)
+    champion = registry.aliased(client, p.register_as)
+    return Outcome(parent, study, summarised, champion, verdict, nothing_left)
+
+
+def sampler_seed(seed: int | None, worker: int, trials_before: int) -> int | None:
+    """The seed of one worker's sampler: `--seed` mixed with the worker's number and the
+    trials the study held when the worker joined it, so that two workers, or a study run
+    again, never draw the same sequence (None: `--seed` not given, a random one)."""
+    if seed is None:
+        return None
+    state = numpy.random.SeedSequence([seed & (2**63 - 1), worker, trials_before])
+    return int(state.generate_state(1)[0])
 
 
 def _load_study(p: Plan, storage) -> optuna.Study:
     grid = {d.key: d.grid_values() for d in p.dims} if p.sampler == "grid" else None
+    try:  # the trials the study holds (none when it is new)
+        before = len(optuna.load_study(study_name=p.study, storage=storage).trials)
+    except KeyError:
+        before = 0
+    seed = sampler_seed(p.seed, p.worker, before)
     study = optuna.create_study(
         study_name=p.study,
         storage=storage,
-        sampler=settings.make_sampler(p.sampler, grid, p.seed),
+        sampler=settings.make_sampler(p.sampler, grid, seed),
         pruner=settings.make_pruner(p.pruner),
         direction=p.direction,
         load_if_exists=True,
@@ -322,10 +345,11 @@ def _leave(p: Plan, study, client, parent: str, err: BaseException) -> None:
         print(f"tune: could not end the parent run {parent}: {failure!r}", file=sys.stderr)
 
 
-def _start_worker(p: Plan) -> subprocess.Popen:
-    """One more process of this study (the same command, one worker)."""
+def _start_worker(p: Plan, number: int) -> subprocess.Popen:
+    """One more process of this study (the same command, one worker, its `number`)."""
     argv = [sys.executable, "-m", "experiments", "tune", *p.worker_argv]
     argv += ["--storage", p.storage, "--study", p.study, "--workers", "1", "--helper"]
+    argv += ["--worker", str(number)]
     path = os.pathsep.join(filter(None, [str(store.project_root()), os.environ.get("PYTHONPATH")]))
     return subprocess.Popen(argv, env={**os.environ, "PYTHONPATH": path})
 
