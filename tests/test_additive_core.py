@@ -80,15 +80,19 @@ def test_location_with_a_zero_projection_is_additive_attention(use_bias):
 
 
 def test_every_layer_with_the_core_computes_it_in_scores(monkeypatch):
-    """A layer that writes its own `tanh` core instead of calling `scores`' fails here."""
+    """A layer that writes its own `tanh` core instead of calling `scores`' fails here
+    (`additive_energy`, or `step_energy`: the decoder step's, its gradient written out)."""
     calls = []
 
-    def spy(v, *terms):
-        calls.append(len(terms))
-        return core(v, *terms)
+    def spy(core, leading):
+        def call(v, *terms):
+            calls.append(len(terms) - leading)  # the terms besides a step's query
+            return core(v, *terms)
 
-    core = scores.additive_energy
-    monkeypatch.setattr(scores, "additive_energy", spy)
+        return call
+
+    monkeypatch.setattr(scores, "additive_energy", spy(scores.additive_energy, 0))
+    monkeypatch.setattr(scores, "step_energy", spy(scores.step_energy, 1))
     layers = {
         "additive": ContentAttention(scores.Additive(UNITS)),
         "coverage": CoverageAttention(UNITS),

@@ -84,7 +84,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--only", nargs="+", choices=list(KINDS), default=list(KINDS))
     args = parser.parse_args()
-    s = PROFILES["quick" if args.quick else "full"]["seq2seq"]
+    s = PROFILES["quick" if args.quick else "full"]["translator"]
     x, y = data(s)
     steps = {}
     for kind in args.only:

@@ -17,7 +17,7 @@ PROFILES = {
         "causal_dot_vs_keras": dict(batch=32, time=256, dim=128),
         "additive_vs_keras": dict(batch=64, query_len=30, value_len=50, dim=256, units=256),
         "decoder": dict(batch=64, source_len=50, target_len=30, units=256, vocab=1000),
-        "seq2seq": dict(
+        "translator": dict(
             batch=128, source_len=30, target_len=30, units=128, embedding_dim=128, vocab=1000
         ),
         "generation": dict(
@@ -43,7 +43,7 @@ PROFILES = {
         "causal_dot_vs_keras": dict(batch=16, time=128, dim=64),
         "additive_vs_keras": dict(batch=16, query_len=20, value_len=30, dim=64, units=64),
         "decoder": dict(batch=16, source_len=20, target_len=10, units=64, vocab=200),
-        "seq2seq": dict(
+        "translator": dict(
             batch=32, source_len=15, target_len=15, units=64, embedding_dim=64, vocab=500
         ),
         "generation": dict(batch=4, tokens=48, prompt_len=4, units=64, embedding_dim=32, vocab=200),
@@ -67,7 +67,7 @@ PROFILES = {
         "causal_dot_vs_keras": dict(batch=2, time=12, dim=8),
         "additive_vs_keras": dict(batch=2, query_len=5, value_len=7, dim=8, units=8),
         "decoder": dict(batch=4, source_len=7, target_len=5, units=16, vocab=50),
-        "seq2seq": dict(batch=4, source_len=7, target_len=5, units=8, embedding_dim=8, vocab=50),
+        "translator": dict(batch=4, source_len=7, target_len=5, units=8, embedding_dim=8, vocab=50),
         "generation": dict(batch=2, tokens=6, prompt_len=2, units=8, embedding_dim=8, vocab=30),
         "tracking": dict(
             config="needle",

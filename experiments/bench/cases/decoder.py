@@ -411,7 +411,7 @@ def decoder_vs_tfa(options: Options) -> dict:
 def _seq2seq_data(options: Options):
     """Source and target ids of the `seq2seq` shapes, 0-padded to per-example lengths in
     `[L/2, L]`, and the next-token targets."""
-    s = options.sizes["seq2seq"]
+    s = options.sizes["translator"]
     b, src, tgt, v = s["batch"], s["source_len"], s["target_len"], s["vocab"]
     rng = random_generator(options)
 
@@ -505,5 +505,5 @@ def seq2seq_vs_keras_peer(options: Options) -> dict:
         "peer": "experiments/peers/keras_seq2seq.py (LSTM encoder and decoder, "
         f"keras.layers.Attention, tanh attention layer), same step; fastest mode: {peer_mode}",
         "peer_modes_s": {m: t for m, (_, t) in peers.items()},
-        "shapes": options.sizes["seq2seq"],
+        "shapes": options.sizes["translator"],
     }
