@@ -26,7 +26,9 @@ def main(config: dict) -> dict:
     built = time.perf_counter()
     model = task.kind.build_model(cfg, task)
     run.compile_model(model, cfg, task)
-    batches = epoch_batches(task.train, cfg.train.batch_size, cfg.train.seed, **run._sizes(cfg))
+    batches = epoch_batches(
+        task.train, cfg.train.batch_size, cfg.train.seed, **run.feed_options(cfg)
+    )
     x, y = batches[0]
     model.train_on_batch(x, y)
     stepped = time.perf_counter()

@@ -294,7 +294,9 @@ def compile_model(model, cfg, task) -> None:
     """Optimizer (with its learning-rate schedule), loss, metrics, jit/eager, as configured."""
     learning_rate = cfg.train.learning_rate
     if cfg.train.lr_schedule == "cosine":
-        batches = epoch_batches(task.train, cfg.train.batch_size, cfg.train.seed, **_sizes(cfg))
+        batches = epoch_batches(
+            task.train, cfg.train.batch_size, cfg.train.seed, **feed_options(cfg)
+        )
         steps = cfg.train.epochs * len(batches)  # the steps fit will take
         learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
     kwargs = {"learning_rate": learning_rate}
@@ -341,7 +343,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         initial_epoch,
         lambda part: supervision.fit_inputs(trained, part),
         shard=backends.current().process(),
-        **_sizes(cfg),
+        **feed_options(cfg),
     )
     callbacks = [*make_callbacks(cfg, task, tracker, folder, batches, state), *extra_callbacks]
     if initial_epoch < cfg.train.epochs and not stopped:
@@ -359,14 +361,15 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
     _finish(model, cfg, task, tracker, best_epoch)
 
 
-def _sizes(cfg) -> dict:
+def feed_options(cfg) -> dict:
     """What a length-bucketed feed takes besides the batch size: the token budget, the
-    replicas a batch is split over and the backend's padding multiple (see `epoch_batches`)."""
-    sizes = {"pad_to": backends.current().pad_multiple}
-    if cfg.train.batch_tokens is not None:
-        replicas = distribute.planned_replicas(cfg.train.distribute)
-        sizes.update(batch_tokens=cfg.train.batch_tokens, multiple=replicas)
-    return sizes
+    replicas a batch is split over (a short last batch is filled up to a multiple of them)
+    and the backend's padding multiple (see `epoch_batches`)."""
+    return {
+        "batch_tokens": cfg.train.batch_tokens,
+        "multiple": distribute.planned_replicas(cfg.train.distribute),
+        "pad_to": backends.current().pad_multiple,
+    }
 
 
 def _restore_best(trained, folder: Path) -> int | None:
