@@ -192,13 +192,15 @@ def test_the_split_bounds_leave_every_split_a_source(hashes, fractions):
         assert abs(val / 2**32 - fractions[0]) < 1e-3 and abs(test / 2**32 - sum(fractions)) < 1e-3
 
 
-def test_the_stored_training_split_is_described_to_mlflow_without_being_read(tmp_path):
+def test_the_stored_training_split_is_described_to_mlflow_without_being_read(tmp_path, monkeypatch):
     from experiments.config import validate
     from experiments.training import datasets
 
     path = write_tsv(tmp_path / "pairs.tsv", toy_pairs(300))
     cfg = validate({"task": {"name": "pairs", "path": str(path), "units": "word"}})
     task = task_of(path=str(path), units="word")
+    # the corpus digested the file when it opened it: not read again for the inputs
+    monkeypatch.setattr(datasets, "file_digest", lambda p: pytest.fail(f"digested {p} again"))
     inputs = {i.tags[0].value: i for i in datasets.dataset_inputs(cfg, task)}
     train = inputs["training"]
     tags = {t.key: t.value for t in train.tags}

@@ -123,7 +123,7 @@ def load_or_build(
     folder = cache_root() / fingerprint
     if (folder / "meta.json").is_file():
         progress.note(f"{Path(path).name}: the cached corpus {folder} (same file and settings)")
-        return _load(folder)
+        return _load(folder, path, digest)
     staging = folder.with_name(f"{fingerprint}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -137,10 +137,12 @@ def load_or_build(
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return _load(folder)
+    return _load(folder, path, digest)
 
 
-def _load(folder: Path) -> Corpus:
+def _load(folder: Path, path, digest: str) -> Corpus:
+    """The corpus in `folder`, its training split marked as read from `path` (of SHA-256
+    `digest`) by this run."""
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     source = tokenizers.get(meta["tokenizers"]["source"])
     target = (
@@ -155,7 +157,7 @@ def _load(folder: Path) -> Corpus:
         meta,
         source,
         target,
-        StoredSplit(store, meta["fingerprint"]),
+        StoredSplit(store, meta["fingerprint"], str(path), digest),
         [tuple(pair) for pair in texts["val"]],
         [tuple(pair) for pair in texts["test"]],
     )

@@ -27,13 +27,17 @@ class StoredSplit:
     """Sequence-to-sequence rows in a `TokenStore` (fields `source` and `target`, targets
     without their final `</s>`).
 
-    `fingerprint` names the store (the cache key it was built under). `copying`: a
+    `fingerprint` names the store (the cache key it was built under); `file` and
+    `file_sha256` are the file it was read from and that file's SHA-256 when this run
+    opened it (what the run's dataset inputs record, not computed twice). `copying`: a
     copying model is fed each source as its own extended source (one vocabulary, no
     unknown words kept), as `split.with_copy` does for an in-memory split.
     """
 
     store: TokenStore
     fingerprint: str
+    file: str | None = None
+    file_sha256: str | None = None
     copying: bool = False
     # What an in-memory `Split` has and a stored one has not: no ground truth alignment,
     # lengths, unknown words or texts are kept on disk.

@@ -40,7 +40,9 @@ STORE_FINGERPRINT = "store_fingerprint"
 def dataset_inputs(cfg: ExperimentConfig, task: Task) -> list[DatasetInput]:
     """One `DatasetInput` per split, with its context (`training`, `validation`, ...)."""
     files = data_files(cfg.task)
-    digests = {key: file_digest(path) for key, path in files.items()}
+    # a file the task's corpus digested when this run opened it is not read again
+    known = {task.train.file: task.train.file_sha256} if isinstance(task.train, StoredSplit) else {}
+    digests = {key: known.get(path) or file_digest(path) for key, path in files.items()}
     generated = CodeDatasetSource(
         {
             "generator": type(cfg.task).__module__,  # the task's module
