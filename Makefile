@@ -53,7 +53,7 @@ test-torch: $(TORCH_STAMP)
 # resumed, real `mlflow server`/`models serve` processes, fresh installs, distribution,
 # the benchmark suite, the MLflow UI in headless Chromium. Needs torch: tests/test_cross_backend.py
 # loads .keras files on JAX and torch.
-test-slow: $(TORCH_STAMP) postgres chromium
+test-slow: $(TORCH_STAMP) $(DOCS_STAMP) postgres chromium
 	KERAS_BACKEND=tensorflow $(PYTEST) -n 2 --dist loadgroup -m slow --durations=10 tests
 	KERAS_BACKEND=jax $(PYTEST) tests/test_text_models.py
 	KERAS_BACKEND=torch $(PYTEST) tests/test_text_models.py

@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from experiments import tasks
+from experiments import task_aliases, tasks
 from experiments.config_files import (  # noqa: F401 - the loading functions, re-exported
     MAX_CONFIG_BYTES,
     apply_overrides,
@@ -410,12 +410,13 @@ class GenerateConfig(Section):
         name = data.pop("strategy", "greedy")
         if "sampler" in data:
             raise ValueError(f"generate.sampler or the older generate.{older[0]}, not both")
-        accepted = samplers.arguments(name) if name in samplers.names() else ()
+        accepted = samplers.arguments(name) if samplers.is_name(name) else ()
         arguments = {}
+        renamed = samplers.class_for(name).renamed_arguments if samplers.is_name(name) else {}
         for key, default in _OLDER_GENERATE_KEYS.items():
             value = data.pop(key, default)
-            if key in accepted and value is not None:
-                arguments[key] = value
+            if renamed.get(key, key) in accepted and value is not None:
+                arguments[renamed.get(key, key)] = value
             elif value != default:
                 raise ValueError(
                     f"generate.{key} would be ignored: generate.strategy {name!r} takes "
@@ -484,6 +485,9 @@ class ExperimentConfig(Section):
         if not isinstance(value, dict):
             return value  # a section already, or refused as no mapping
         name = value.get("name", _MISSING)
+        if task_aliases.canonical(name, notice=False) != name:  # an old name: the new one's
+            name = task_aliases.canonical(name)
+            value = {**value, "name": name}
         names = tasks.names()
         if not isinstance(name, str) or name not in names:
             raise PydanticCustomError(

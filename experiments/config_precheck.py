@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from experiments import config_files, ready_configs
+from experiments import config_files, ready_configs, task_aliases
 from experiments.errors import ConfigError, problem, shown
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "config_schema.json"
@@ -98,6 +98,11 @@ def check(data: dict, sections=()) -> None:
     for name in sections:
         root["keys"][name] = {"section": table["sections"][name]}
     task = data.get("task")
+    if isinstance(task, dict) and task_aliases.canonical(task.get("name"), False) != task.get(
+        "name"
+    ):
+        task = {**task, "name": task_aliases.canonical(task.get("name"), False)}  # an old name
+        data = {**data, "task": task}
     if isinstance(task, dict):
         root["keys"]["task"] = _task_spec(task.get("name"), table["tasks"])
     lines = _check_section(data, root, "")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from experiments import task_aliases
+
 
 def directory() -> Path:
     """The folder of ready configs shipped with the package."""
@@ -18,5 +20,7 @@ def resolve(name: str) -> Path:
     path = Path(name)
     if path.is_file():
         return path
-    ready = directory() / (name if name.endswith(".yaml") else f"{name}.yaml")
+    stem = name.removesuffix(".yaml")
+    stem = task_aliases.ALIASES.get(stem, stem)  # a ready config named after its old task name
+    ready = directory() / f"{stem}.yaml"
     return ready if ready.is_file() else path

@@ -19,6 +19,10 @@ model and `key`, so later calls with the same shapes skip tracing:
 
 The cache holds the model only weakly.
 
+`map_dataset(dataset, function)` runs a Python preprocessing function over a
+`tf.data.Dataset` of strings (`tf.numpy_function`): the one other place a
+framework is named, since a dataset is TensorFlow's whatever the backend.
+
 `new_record` / `write_record` / `stack_record` keep a loop's per-step outputs
 (tokens, alignments) as a `while_loop` variable that each step writes once.
 """
@@ -179,3 +183,39 @@ def concrete_values(x):
         if torch.compiler.is_compiling():
             return None
     return np.asarray(ops.convert_to_numpy(x))
+
+
+def map_dataset(dataset, function):
+    """`dataset` with `function` applied to each element through `tf.numpy_function`.
+
+    `function(*arrays)` takes an element's NumPy arrays (strings as bytes) and returns
+    `(x, y, sample_weight)`: `x` an array or a list of arrays, `y` and `sample_weight`
+    arrays or None. It is run once on the first element to learn that structure; the
+    mapped dataset's elements are `x`, `(x, y)` or `(x, y, sample_weight)` (what
+    `keras.Model.fit` takes), each array of unknown length along every axis.
+    """
+    import tensorflow as tf
+
+    first = next(iter(dataset.take(1)))
+    first = first if isinstance(first, tuple) else (first,)
+    example = function(*[np.asarray(part) for part in first])
+    x, rest = example[0], [part for part in example[1:] if part is not None]
+    x_is_list = isinstance(x, (list, tuple))
+    leaves = [*(list(x) if x_is_list else [x]), *rest]
+    dtypes = [tf.as_dtype(np.asarray(leaf).dtype) for leaf in leaves]
+    width = len(leaves) - len(rest)
+
+    def flat(*arrays):
+        x, *others = function(*arrays)
+        others = [part for part in others if part is not None]
+        return [np.asarray(leaf) for leaf in (*(list(x) if x_is_list else [x]), *others)]
+
+    def mapped(*element):
+        outputs = tf.numpy_function(flat, list(element), dtypes, stateful=False)
+        for output, leaf in zip(outputs, leaves):
+            output.set_shape([None] * np.ndim(leaf))
+        x = tuple(outputs[:width]) if x_is_list else outputs[0]
+        others = tuple(outputs[width:])
+        return (x, *others) if others else x
+
+    return dataset.map(mapped)

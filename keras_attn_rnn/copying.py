@@ -14,24 +14,31 @@ goes to the generator (see `pointer_generator_mixture`).
 
 from keras import ops
 
+from keras_attn_rnn import _deprecation
+
 # Below this attention mass a row's copy distribution fades into the generator's: its
 # gradient (a / m, of order 1 / m^2) stays finite in float32.
 MIN_COPY_MASS = 1e-6
 
 
-def extended_vocab_size(vocab_size, num_oov):
+@_deprecation.renamed({"vocab_size": "vocabulary_size"})
+def extended_vocab_size(vocabulary_size, num_oov):
     """`V + num_oov`, checked: both static non-negative integers (`V` positive)."""
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
+    if (
+        not isinstance(vocabulary_size, int)
+        or isinstance(vocabulary_size, bool)
+        or vocabulary_size < 1
+    ):
         raise ValueError(
             "the vocabulary axis of vocab_probabilities must have a static size. "
-            f"Received: vocab_size={vocab_size!r}"
+            f"Received: vocabulary_size={vocabulary_size!r}"
         )
     if not isinstance(num_oov, int) or isinstance(num_oov, bool) or num_oov < 0:
         raise ValueError(
             "num_oov must be a non-negative Python int (the number of extended ids; "
             f"e.g. the largest count of a batch). Received: num_oov={num_oov!r}"
         )
-    return vocab_size + num_oov
+    return vocabulary_size + num_oov
 
 
 # Where the ids came from when no source_ext was given (one shared vocabulary).
@@ -41,13 +48,13 @@ SOURCE_AS_EXTENDED = "; without source_ext the source ids are read as extended i
 def check_extended_ids(ids, size, name="source_ext", note=""):
     """Raises unless the NumPy int array `ids` holds extended ids in `[0, size)`.
 
-    An id at or beyond `size` (`target_vocab + max_oov`) has no column to be copied
+    An id at or beyond `size` (`target_vocabulary_size + max_oov`) has no column to be copied
     into: rather than drop its attention silently, every path (a model call with
     values, generation) refuses it with this error. `note` says where the ids came from.
     """
     if ids.size and (ids.min() < 0 or ids.max() >= size):
         raise ValueError(
-            f"{name} must hold extended ids in [0, {size}) (target_vocab + max_oov){note}. "
+            f"{name} must hold extended ids in [0, {size}) (target_vocabulary_size + max_oov){note}. "
             f"Received: {name} with ids in [{ids.min()}, {ids.max()}]"
         )
 
@@ -86,23 +93,22 @@ def pointer_generator_mixture(
         source_mask: bool `(B, S)`, False at padding; default `source_ext != 0`.
 
     Returns:
-        float32 probabilities `(B, T, V + num_oov)`, each row a distribution (it sums
-        to 1). The attention is renormalised over the unmasked positions of in-range
-        ids, `P_copy = a / m` with `m` its mass, so any mechanism's weights serve;
-        where `m < MIN_COPY_MASS` (1e-6) the copy share is
-        `a / MIN_COPY_MASS + (1 - m / MIN_COPY_MASS) P_vocab`, which is continuous in
-        `m` and gives the whole share to the generator when nothing is attended (an
-        all-padding source).
+        probabilities: float32 `(B, T, V + num_oov)`, each row a distribution (it
+            sums to 1). The attention is renormalised over the unmasked positions of
+            in-range ids, `P_copy = a / m` with `m` its mass, so any mechanism's
+            weights serve; where `m < MIN_COPY_MASS` (1e-6) the copy share is
+            `a / MIN_COPY_MASS + (1 - m / MIN_COPY_MASS) P_vocab`, which is
+            continuous in `m` and gives the whole share to the generator when
+            nothing is attended (an all-padding source).
 
-    Example:
-
-    >>> from keras_attn_rnn.copying import pointer_generator_mixture
-    >>> vocab = np.array([[[0.5, 0.5]]])  # V = 2
-    >>> attention = np.array([[[0.25, 0.25, 0.5]]])
-    >>> source_ext = np.array([[1, 2, 2]])  # word 2 (an OOV) twice
-    >>> p = pointer_generator_mixture(vocab, attention, np.array([[[0.6]]]), source_ext, 1)
-    >>> np.round(keras.ops.convert_to_numpy(p), 3)
-    array([[[0.3, 0.4, 0.3]]], dtype=float32)
+    Examples:
+        >>> from keras_attn_rnn.copying import pointer_generator_mixture
+        >>> vocab = np.array([[[0.5, 0.5]]])  # V = 2
+        >>> attention = np.array([[[0.25, 0.25, 0.5]]])
+        >>> source_ext = np.array([[1, 2, 2]])  # word 2 (an OOV) twice
+        >>> p = pointer_generator_mixture(vocab, attention, np.array([[[0.6]]]), source_ext, 1)
+        >>> np.round(keras.ops.convert_to_numpy(p), 3)
+        array([[[0.3, 0.4, 0.3]]], dtype=float32)
     """
     size = extended_vocab_size(vocab_probabilities.shape[-1], num_oov)
     vocab_probabilities = ops.cast(vocab_probabilities, "float32")

@@ -79,19 +79,18 @@ def decode_frames(
     Returns:
         A `FrameDecodingResult`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.frame_decoding import decode_frames
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), output_attention="both")
-    >>> memory = keras.random.normal((2, 5, 6))
-    >>> _ = decoder([keras.ops.zeros((2, 1, 4)), memory])
-    >>> result = decode_frames(
-    ...     decoder, memory, prenet=keras.layers.Dense(4, activation="relu"),
-    ...     frame_layer=keras.layers.Dense(3), stop_layer=keras.layers.Dense(1),
-    ...     max_steps=7)
-    >>> result.frames.shape[0], result.frames.shape[2], result.alignments.shape[2]
-    (2, 3, 5)
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.frame_decoding import decode_frames
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), output_attention="both")
+        >>> memory = keras.random.normal((2, 5, 6))
+        >>> _ = decoder([keras.ops.zeros((2, 1, 4)), memory])
+        >>> result = decode_frames(
+        ...     decoder, memory, prenet=keras.layers.Dense(4, activation="relu"),
+        ...     frame_layer=keras.layers.Dense(3), stop_layer=keras.layers.Dense(1),
+        ...     max_steps=7)
+        >>> result.frames.shape[0], result.frames.shape[2], result.alignments.shape[2]
+        (2, 3, 5)
     """
     if not isinstance(decoder, AttentionDecoder):
         raise ValueError(

@@ -23,6 +23,7 @@ from keras import ops
 
 from keras_attn_rnn import _compilation, copying, samplers
 from keras_attn_rnn.samplers.sampler import check_int
+from keras_attn_rnn.tokenizers.tokenizer import is_text
 
 # Longest generation: caches of `(batch, prompt + max_length, units)` are preallocated.
 MAX_LENGTH = 1_000_000
@@ -107,25 +108,25 @@ def generate(
             length given (the "oracle length" evaluation of Newman et al.,
             2020, "The EOS Decision and Length Extrapolation").
         source_ext: for a `Seq2Seq(copy=True)`, the source in extended ids
-            (`(B, S)`, ids in `[0, target_vocab + max_oov)`: each example's
-            words outside the target vocabulary numbered from `target_vocab`;
+            (`(B, S)`, ids in `[0, target_vocabulary_size + max_oov)`: each
+            example's words outside the target vocabulary numbered from
+            `target_vocabulary_size`;
             see `keras_attn_rnn.copying`); default: the prompts themselves.
             The model then decodes over the extended vocabulary: a generated
-            id `>= target_vocab` is the source word with that extended id.
+            id `>= target_vocabulary_size` is the source word with that extended id.
 
     Returns:
         A `GenerationResult` with `tokens`, `scores` and `attention` (and, for
-        a copy model, `p_gen`).
+            a copy model, `p_gen`).
 
-    Example:
-
-    >>> from keras_attn_rnn import models, samplers
-    >>> from keras_attn_rnn.generation import generate
-    >>> lm = models.AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4], [5]], max_length=4).tokens.shape
-    (2, 4)
-    >>> generate(lm, [[3, 4]], 4, sampler=samplers.TopKSampler(k=5), seed=1).tokens.shape
-    (1, 4)
+    Examples:
+        >>> from keras_attn_rnn import models, samplers
+        >>> from keras_attn_rnn.generation import generate
+        >>> lm = models.AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4], [5]], max_length=4).tokens.shape
+        (2, 4)
+        >>> generate(lm, [[3, 4]], 4, sampler=samplers.TopKSampler(k=5), seed=1).tokens.shape
+        (1, 4)
     """
     prompt_vocab, output_vocab, is_seq2seq = _vocabularies(model)
     sampler = samplers.get(sampler, vocabulary_size=output_vocab)
@@ -144,12 +145,12 @@ def generate(
             raise ValueError(
                 f"{name} must be a token id in [0, {output_vocab}). Received: {name}={value!r}"
             )
+    prompts = _prepare_prompts(prompts, prompt_vocab, compact=not is_seq2seq)
     if is_seq2seq and start_id is None:
         raise ValueError(
             "start_id is required for a sequence-to-sequence model: it is the first "
             "decoder input. Received: start_id=None"
         )
-    prompts = _prepare_prompts(prompts, prompt_vocab, compact=not is_seq2seq)
     copies = bool(getattr(model, "copy", False))
     source, extended = prompts, _source_ext(source_ext, prompts, model, copies)
     if copies and extended is None:
@@ -269,7 +270,9 @@ def _vocabularies(model):
     return prompt_vocab, output_vocab, bool(getattr(model, "is_seq2seq", False))
 
 
-def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy", **options):
+def generate_text(
+    model, preprocessor, inputs, max_length=None, sampler="greedy", strip_prompt=False, **options
+):
     """`generate` from strings to strings, through a preprocessor.
 
     `inputs` (a string, or a list of them: a `Seq2Seq`'s sources, a language model's
@@ -281,10 +284,13 @@ def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy"
     Args:
         model: a model with the step API (a ready model, a generator).
         preprocessor: a `keras_attn_rnn.preprocessors` preprocessor of that model.
-        inputs: a string or a list of strings.
+        inputs: a string or a list of strings (bytes are read as UTF-8).
         max_length: the most tokens generated; default the preprocessor's
             (`default_max_length`).
         sampler: as `generate` takes it.
+        strip_prompt: a language model returns each prompt followed by its
+            continuation; with True, the continuation alone (as keras-hub's
+            `generate(strip_prompt=True)`). A `Seq2Seq` never returns its source.
         **options: the other arguments of `generate`.
     """
     if preprocessor is None:
@@ -299,14 +305,121 @@ def generate_text(model, preprocessor, inputs, max_length=None, sampler="greedy"
             "pass ids and source_ext (see keras_attn_rnn.copying). Received: a model with "
             "copy=True"
         )
-    single = isinstance(inputs, str)
+    _check_bool("strip_prompt", strip_prompt)
+    if max_length is not None:
+        check_int("max_length", max_length, 1)
+    single = isinstance(inputs, (str, bytes))
     ids = preprocessor.generate_preprocess(inputs)
     options = {**preprocessor.generation_options(), **options}
-    max_length = max_length or preprocessor.default_max_length()
+    max_length = preprocessor.default_max_length() if max_length is None else max_length
     result = generate(model, ids, max_length, sampler=sampler, **options)
     tokens = result.tokens[:, 0] if result.tokens.ndim == 3 else result.tokens  # best beam
-    texts = preprocessor.generate_postprocess(tokens, prompts=ids)
+    texts = preprocessor.generate_postprocess(tokens, prompts=None if strip_prompt else ids)
     return texts[0] if single else texts
+
+
+def generate_any(
+    model,
+    preprocessor,
+    inputs,
+    max_length=None,
+    *,
+    stop_token_ids="auto",
+    strip_prompt=False,
+    default_max_length=None,
+    **options,
+):
+    """What a model's (or generator's) `generate` does, keras-hub's arguments included:
+    strings through `generate_text`, token ids through `generate`.
+
+    Args:
+        model: a model with the step API.
+        preprocessor: its preprocessor, or None.
+        inputs: a string or a list of strings (with a preprocessor; bytes are read
+            as UTF-8), or token ids (a list of id lists, an int array `(B, P)`).
+        max_length: the most tokens generated (an int >= 1); None: the
+            preprocessor's default, else `default_max_length`.
+        stop_token_ids: keras-hub's: `"auto"` (the default) stops at `eos_id` when
+            given, else at the preprocessor's end id (no stop without either);
+            `None` never stops early; one id (an int, or a list or tuple of one)
+            stops there. Only one stop id is supported.
+        strip_prompt: see `generate_text` (strings only; ids give only the
+            generated tokens either way).
+        default_max_length: the `max_length` of ids without a preprocessor, or
+            None to require one.
+        **options: `generate`'s other arguments (`sampler`, `eos_id`, `start_id`,
+            `seed`, ...); with a preprocessor, `start_id` and `eos_id` default to its
+            tokenizer's, for ids as for strings.
+    """
+    _check_inputs(inputs)
+    _check_bool("strip_prompt", strip_prompt)
+    if max_length is not None:
+        check_int("max_length", max_length, 1)
+    options = _stop_options(stop_token_ids, options)
+    if is_text(inputs):
+        return generate_text(
+            model, preprocessor, inputs, max_length, strip_prompt=strip_prompt, **options
+        )
+    if preprocessor is not None:
+        options = {**preprocessor.generation_options(), **options}
+        max_length = preprocessor.default_max_length() if max_length is None else max_length
+    if max_length is None:
+        max_length = default_max_length
+    if max_length is None:
+        raise ValueError(
+            "max_length is required when generating from ids. Received: max_length=None"
+        )
+    return generate(model, inputs, max_length, **options)
+
+
+def _check_inputs(inputs):
+    """Raises unless `inputs` looks like strings or token ids (ids are checked by
+    `generate` itself)."""
+    if hasattr(inputs, "element_spec"):
+        raise ValueError(
+            "inputs must be strings or token ids, not a tf.data.Dataset: generate from each "
+            "of its batches (for batch in dataset.as_numpy_iterator()). "
+            f"Received: inputs={_describe(inputs)}"
+        )
+    empty = isinstance(inputs, (list, tuple)) and not inputs
+    if inputs is None or empty or isinstance(inputs, (dict, set)):
+        raise ValueError(
+            "inputs must be a string or a non-empty list of strings (with a preprocessor), "
+            "or token ids: a list of id lists or an int array (B, P). "
+            f"Received: inputs={_describe(inputs)}"
+        )
+
+
+def _stop_options(stop_token_ids, options):
+    """`options` with keras-hub's `stop_token_ids` turned into `eos_id`."""
+    if isinstance(stop_token_ids, str) and stop_token_ids == "auto":
+        return options
+    if stop_token_ids is None:
+        ids = []
+    elif isinstance(stop_token_ids, (list, tuple)):
+        ids = list(stop_token_ids)
+    else:
+        ids = [stop_token_ids]
+    if len(ids) > 1 or any(
+        isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids
+    ):
+        raise ValueError(
+            'stop_token_ids must be "auto", None, or one token id (an int, or a list or '
+            "tuple of one: several stop ids are not supported). "
+            f"Received: stop_token_ids={stop_token_ids!r}"
+        )
+    eos_id = int(ids[0]) if ids else None
+    if options.get("eos_id") is not None and options["eos_id"] != eos_id:
+        raise ValueError(
+            "stop_token_ids and eos_id name the same thing: give one. "
+            f"Received: stop_token_ids={stop_token_ids!r}, eos_id={options['eos_id']!r}"
+        )
+    return {**options, "eos_id": eos_id}
+
+
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False. Received: {name}={value!r}")
 
 
 def _prepare_prompts(prompts, vocab_size, compact):

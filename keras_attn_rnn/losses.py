@@ -9,7 +9,7 @@ as `y_pred`; the pointer-generator's takes the mixture probabilities of
 import keras
 from keras import ops
 
-from keras_attn_rnn import _keras_compat
+from keras_attn_rnn import _keras_compat, serializable
 
 
 def _per_example_mean(values, valid):
@@ -58,7 +58,7 @@ def coverage_loss(alignments):
     return _per_example_mean(per_step, ops.sum(alignments, axis=-1) > 0)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class AlignmentLoss(keras.losses.Loss):
     """Supervised attention: cross-entropy between the alignments and ground-truth positions.
 
@@ -66,14 +66,13 @@ class AlignmentLoss(keras.losses.Loss):
     alignments `(B, T, S)`. Per example the mean over steps with a position
     of `-log(a[t, y_true_t] + epsilon)`.
 
-    Example:
-
-    >>> from keras_attn_rnn.losses import AlignmentLoss
-    >>> loss = AlignmentLoss()
-    >>> positions = np.array([[1, -1]])  # step 0 attends position 1; step 1 has no position
-    >>> alignments = np.array([[[0.2, 0.8], [0.5, 0.5]]])
-    >>> float(loss(positions, alignments))  # -log(0.8)
-    0.223...
+    Examples:
+        >>> from keras_attn_rnn.losses import AlignmentLoss
+        >>> loss = AlignmentLoss()
+        >>> positions = np.array([[1, -1]])  # step 0 attends position 1; step 1 has no position
+        >>> alignments = np.array([[[0.2, 0.8], [0.5, 0.5]]])
+        >>> float(loss(positions, alignments))  # -log(0.8)
+        0.223...
 
     Reference:
         Liu et al., 2016, "Neural Machine Translation with Supervised
@@ -92,17 +91,16 @@ class AlignmentLoss(keras.losses.Loss):
         return {**super().get_config(), "epsilon": self.epsilon}
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class CoverageLoss(keras.losses.Loss):
     """The coverage loss of See et al. (2017): `sum_t sum_i min(a_t,i, c_t,i)` per example,
     averaged over its attending steps. `y_true` is ignored (pass anything of batch size B).
 
-    Example:
-
-    >>> from keras_attn_rnn.losses import CoverageLoss
-    >>> alignments = np.array([[[1.0, 0.0], [1.0, 0.0]]])  # position 0 twice
-    >>> float(CoverageLoss()(np.zeros((1,)), alignments))  # overlap 0 + 1, over 2 steps
-    0.5
+    Examples:
+        >>> from keras_attn_rnn.losses import CoverageLoss
+        >>> alignments = np.array([[[1.0, 0.0], [1.0, 0.0]]])  # position 0 twice
+        >>> float(CoverageLoss()(np.zeros((1,)), alignments))  # overlap 0 + 1, over 2 steps
+        0.5
     """
 
     def __init__(self, name="coverage_loss", **kwargs):
@@ -142,7 +140,7 @@ def pointer_generator_nll(targets, probabilities, epsilon=1e-7):
     return ops.where(ops.not_equal(targets, 0), nll, 0.0)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class PointerGeneratorLoss(keras.losses.Loss):
     """The pointer-generator's negative log-likelihood over the extended vocabulary.
 
@@ -153,13 +151,12 @@ class PointerGeneratorLoss(keras.losses.Loss):
     like a plain model's masked cross-entropy; `reduction="sum"` gives their sum.
     (`pointer_generator_loss` gives See et al.'s per-example means instead.)
 
-    Example:
-
-    >>> from keras_attn_rnn.losses import PointerGeneratorLoss
-    >>> targets = np.array([[2, 0]])  # step 1 is padding
-    >>> probabilities = np.array([[[0.1, 0.1, 0.8], [1.0, 0.0, 0.0]]])
-    >>> float(PointerGeneratorLoss()(targets, probabilities))  # -log(0.8)
-    0.223...
+    Examples:
+        >>> from keras_attn_rnn.losses import PointerGeneratorLoss
+        >>> targets = np.array([[2, 0]])  # step 1 is padding
+        >>> probabilities = np.array([[[0.1, 0.1, 0.8], [1.0, 0.0, 0.0]]])
+        >>> float(PointerGeneratorLoss()(targets, probabilities))  # -log(0.8)
+        0.223...
 
     Reference:
         See et al., 2017, "Get To The Point: Summarization with Pointer-Generator

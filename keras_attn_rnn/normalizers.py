@@ -15,13 +15,12 @@ afterwards (a row with every key masked gets zeros).
   `max(s / 2 - tau, 0) ** 2`; sparse like sparsemax, smoother.
 """
 
-import keras
 from keras import ops
 
-from keras_attn_rnn import registry
+from keras_attn_rnn import registry, serializable
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 def softmax(scores, axis=-1):
     """Plain softmax: the default normalizer."""
     if scores.shape[axis] == 1:  # one key (e.g. a memory of length 1)
@@ -29,7 +28,7 @@ def softmax(scores, axis=-1):
     return ops.softmax(scores, axis=axis)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 def hardmax(scores, axis=-1):
     """One-hot of the first maximum along `axis` (as `tfa.seq2seq.hardmax`)."""
     index = ops.argmax(scores, axis=axis)
@@ -58,7 +57,7 @@ def _at_support_end(values, support):
     return ops.take_along_axis(values, ops.expand_dims(support - 1, -1), axis=-1)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 def sparsemax(scores, axis=-1):
     """Sparsemax (Martins & Astudillo, 2016): `max(s - tau, 0)`, summing to 1.
 
@@ -76,7 +75,7 @@ def sparsemax(scores, axis=-1):
     return ops.moveaxis(ops.relu(moved - tau), -1, axis)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 def entmax15(scores, axis=-1):
     """1.5-entmax (Peters et al., 2019, Algorithm 2), exact: `max(s/2 - tau, 0) ** 2`.
 

@@ -29,14 +29,13 @@ def plot_attention(weights, source_tokens, target_tokens, title=None, ax=None, w
 
     Returns:
         The matplotlib `Figure`. Works with the non-interactive Agg backend;
-        close it with `matplotlib.pyplot.close(fig)` when done.
+            close it with `matplotlib.pyplot.close(fig)` when done.
 
-    Example:
-
-    >>> from keras_attn_rnn.plotting import plot_attention
-    >>> fig = plot_attention([[0.9, 0.1], [0.2, 0.8]], ["a", "b"], ["B", "A"])
-    >>> len(fig.axes[0].images)  # the heatmap
-    1
+    Examples:
+        >>> from keras_attn_rnn.plotting import plot_attention
+        >>> fig = plot_attention([[0.9, 0.1], [0.2, 0.8]], ["a", "b"], ["B", "A"])
+        >>> len(fig.axes[0].images)  # the heatmap
+        1
     """
     from matplotlib.figure import Figure
 
@@ -171,17 +170,16 @@ def attention_image(
             thumbnail: a strip would be a line of pixels); `None`: one row.
 
     Returns:
-        uint8 `(T * cell, S * cell, 3)` without labels; with labels, the grid
-        sits at the bottom right of a white margin holding them.
+        image: uint8 `(T * cell, S * cell, 3)` without labels; with labels, the
+            grid sits at the bottom right of a white margin holding them.
 
-    Example:
-
-    >>> from keras_attn_rnn.plotting import attention_image
-    >>> attention_image([[0.9, 0.1], [0.2, 0.8]], cell=4).shape
-    (8, 8, 3)
-    >>> labelled = attention_image([[0.9, 0.1]], source_tokens=["a", "b"], target_tokens=["B"])
-    >>> labelled.shape[0] > 24 and labelled.shape[1] > 48
-    True
+    Examples:
+        >>> from keras_attn_rnn.plotting import attention_image
+        >>> attention_image([[0.9, 0.1], [0.2, 0.8]], cell=4).shape
+        (8, 8, 3)
+        >>> labelled = attention_image([[0.9, 0.1]], source_tokens=["a", "b"], target_tokens=["B"])
+        >>> labelled.shape[0] > 24 and labelled.shape[1] > 48
+        True
     """
     from matplotlib import colormaps
 

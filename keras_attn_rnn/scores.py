@@ -23,7 +23,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn_rnn import registry
+from keras_attn_rnn import registry, serializable
 
 
 class Score(keras.layers.Layer):
@@ -96,7 +96,7 @@ class Score(keras.layers.Layer):
         return self.score(query, keys)
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class Dot(Score):
     """`score(q, k) = q . k` (Luong "dot"). No weights; needs `dim q == dim k`."""
 
@@ -104,7 +104,7 @@ class Dot(Score):
         return key_dim
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class ScaledDot(Score):
     """`score(q, k) = scale * q . k / sqrt(d)` (Vaswani et al., 2017).
 
@@ -135,7 +135,7 @@ class ScaledDot(Score):
         return {**super().get_config(), "use_scale": self.use_scale}
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class General(Score):
     """`score(q, k) = scale * q . (k W)` (Luong "general", multiplicative).
 
@@ -165,7 +165,7 @@ class General(Score):
         return {**super().get_config(), "use_scale": self.use_scale}
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class TanhDot(Score):
     """`score(q, k) = q . tanh(k W + b)`: the attention-pooling formula.
 
@@ -183,7 +183,7 @@ class TanhDot(Score):
         return ops.tanh(ops.matmul(keys, self._w(self.kernel)) + self._w(self.bias))
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class Additive(Score):
     """`score(q, k) = v . tanh(q W_q + k W_k [+ b])` (Bahdanau et al., 2015).
 

@@ -39,7 +39,7 @@ TINY_TASKS = {
     "reverse": {"name": "reverse", "num_examples": 64, "max_length": 6, "num_probes": 1},
     "dates": {"name": "dates", "num_examples": 64, "num_probes": 1},
     "addition": {"name": "addition", "num_examples": 64, "digits": 2, "num_probes": 1},
-    "charlm": {"name": "charlm", "max_chars": 2000, "seq_length": 16, "num_probes": 1},
+    "lm": {"name": "lm", "max_chars": 2000, "seq_length": 16, "num_probes": 1},
     "textcls": {"name": "textcls", "path": None, "max_length": 12, "num_probes": 1},
 }
 

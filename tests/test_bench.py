@@ -173,3 +173,40 @@ def test_unknown_benchmark_name_is_rejected(capsys):
         commands.main(["bench", "--only", "no_such_bench"])
     assert exit_info.value.code == 2
     assert "no_such_bench" in capsys.readouterr().err
+
+
+def test_length_buckets_reaches_the_padded_loss_on_the_shipped_and_a_given_file(
+    tmp_path, monkeypatch
+):
+    """`--pairs FILE`: length_buckets_speedup measures on that file beside the shipped
+    pairs; each side's time runs to the padded feed's validation loss (within 2 %), and the
+    ratio is the smaller of the two files'."""
+    from experiments import ready_configs
+
+    monkeypatch.setenv(TINY_ENV, "1")
+    pairs = tmp_path / "more_pairs.tsv"
+    lines = (ready_configs.directory() / "data" / "software_en_fr.tsv").read_text("utf-8")
+    pairs.write_text("\n".join(lines.splitlines()[:700]) + "\n", encoding="utf-8")
+    out = tmp_path / "buckets.json"
+    argv = ["bench", "--only", "length_buckets_speedup", "--no-mlflow", "--out", str(out)]
+
+    assert commands.main([*argv, "--pairs", str(pairs)]) == 0
+
+    result = json.loads(out.read_text())["results"]["length_buckets_speedup"]
+    _check_result("length_buckets_speedup", result)
+    files = result["files"]
+    assert files["pairs_file"]["path"] == str(pairs)
+    assert files["pairs_file"]["shapes"]["train_rows"] < files["shipped"]["shapes"]["train_rows"]
+    assert result["ratio"] == min(f["ratio"] for f in files.values())
+    for each in files.values():
+        losses = each["val_loss"]
+        reached = each["epochs_to_reach"]
+        if reached is None:
+            assert each["ratio"] == 0.0
+            assert min(losses["buckets"]) > each["loss_to_reach"]
+        else:
+            assert losses["buckets"][reached - 1] <= each["loss_to_reach"]
+            assert each["loss_to_reach"] == pytest.approx(losses["padded"][-1] * 1.02)
+            assert each["ratio"] == pytest.approx(
+                each["seconds"]["padded"][-1] / each["seconds"]["buckets"][reached - 1]
+            )

@@ -25,7 +25,7 @@ DISTRIBUTE = ("none", "mirrored", "multi_worker")
 STAGES = {
     "schema": (TINY_TASKS["needle"], ["train.epochs=-1"], "train.epochs: got -1"),
     "task_data": (
-        {"name": "charlm", "max_chars": 200, "seq_length": 8},
+        {"name": "lm", "max_chars": 200, "seq_length": 8},
         ["task.test_fraction=0.001"],
         "task.test_fraction",
     ),

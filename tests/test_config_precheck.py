@@ -95,7 +95,7 @@ def _nested(path, value):
     return data
 
 
-@pytest.mark.parametrize("task", ["reverse", "textcls", "charlm"])
+@pytest.mark.parametrize("task", ["reverse", "textcls", "lm"])
 def test_what_the_check_refuses_the_schema_refuses(task):
     table = config_precheck.load_table()
     base = {"task": {"name": task}}

@@ -38,6 +38,14 @@ def _kind_names_outside_task_records(source: str, names: set[str]) -> list[tuple
     tree = ast.parse(source)
     declared = set()
     for node in ast.walk(tree):
+        # A task's own name (`name: Literal["lm"]`, and `ALIASES`' old name -> name) may be
+        # spelled like a kind's: it names the task, not its kind.
+        task_name = isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "name"
+        aliases = isinstance(node, ast.Assign) and any(
+            getattr(t, "id", "") == "ALIASES" for t in node.targets
+        )
+        if task_name or aliases:
+            declared |= {id(inner) for inner in ast.walk(node)}
         if isinstance(node, ast.Call):
             func = node.func
             if getattr(func, "id", getattr(func, "attr", None)) == "Task":
@@ -78,6 +86,10 @@ def test_the_spelling_rule_sees_lookups_and_allows_task_records():
     assert not _kind_names_outside_task_records('Task("reverse", "seq2seq", vocab)', names)
     assert not _kind_names_outside_task_records('Task("x", kinds.get("lm"), vocab)', names)
     assert not _kind_names_outside_task_records('"""a lm docstring"""\nx = "slm"', names)
+    # a task's own name, where the task declares it, is not its kind's
+    assert not _kind_names_outside_task_records('class T:\n    name: Literal["lm"]', names)
+    assert not _kind_names_outside_task_records('ALIASES = {"charlm": "lm"}', names)
+    assert _kind_names_outside_task_records('kind: Literal["lm"]\nOTHER = {"a": "lm"}', names)
 
 
 def test_a_task_is_one_module_of_the_tasks_package_and_config_holds_none():

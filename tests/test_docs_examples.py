@@ -94,12 +94,15 @@ def test_every_module_with_examples_is_collected():
 
 @pytest.mark.layers
 def test_every_example_section_is_a_doctest():
-    """An `Example:` written without `>>>` would not run: there is none."""
+    """An `Examples:` section written without `>>>` would not run: there is none."""
     plain = []
     for name in _module_names():
         module = importlib.import_module(name)
         for test in doctest.DocTestFinder(exclude_empty=False).find(module, name):
-            if re.search(r"^\s*Example:", test.docstring or "", re.MULTILINE) and not test.examples:
+            if (
+                re.search(r"^\s*Examples?:", test.docstring or "", re.MULTILINE)
+                and not test.examples
+            ):
                 plain.append(test.name)
     assert not plain
 

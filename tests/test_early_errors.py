@@ -122,7 +122,7 @@ def test_output_attention_both_is_the_cell_output_then_the_attention():
 def test_an_option_the_sampler_does_not_take_is_refused(sampler, options, named):
     with pytest.raises(ValueError, match=rf"{named} is not an argument of sampler='{sampler}'"):
         samplers.get(sampler, **options)
-    lm = models.AttentiveLanguageModel(vocab_size=12, units=8)
+    lm = models.AttentiveLanguageModel(vocabulary_size=12, units=8)
     with pytest.raises(TypeError, match=rf"unexpected keyword argument '{named}'"):
         generate(lm, [[3, 4]], 3, sampler=sampler, **{named: options[named]})
     assert not lm.built  # refused before the model ran

@@ -129,8 +129,8 @@ BAD_CASES = {
         ["task.test_min_length=3", "task.test_max_length=8"],
         "task.test_min_length",
     ),
-    "charlm_test_split_empty": (
-        {"task": {"name": "charlm", "max_chars": 200, "seq_length": 8}},
+    "lm_test_split_empty": (
+        {"task": {"name": "lm", "max_chars": 200, "seq_length": 8}},
         ["task.test_fraction=0.001"],
         "task.test_fraction",
     ),
@@ -225,7 +225,7 @@ def test_cosine_schedule_decays_to_zero_at_the_last_step(tmp_path):
 
 
 def test_temperature_0_validates_and_generates_greedily(tmp_path):
-    task = {**TINY_TASKS["charlm"], "max_chars": 400}
+    task = {**TINY_TASKS["lm"], "max_chars": 400}
     path = write_config(tmp_path, task, generate={"sampler": "sample", "max_length": 6})
     prepared = run.validate(config_lib.load_config(path, ["generate.sampler.temperature=0"]))
     cfg, task = prepared.cfg, prepared.task
@@ -264,7 +264,7 @@ def test_ready_configs_validate(path):
 
 def test_ready_configs_cover_every_task_and_demo_uses_bahdanau():
     names = {p.stem for p in configs_dir().glob("*.yaml")}
-    assert {"needle", "textcls", "reverse", "dates", "addition", "charlm", "demo"} <= names
+    assert {"needle", "textcls", "reverse", "dates", "addition", "lm", "demo"} <= names
     assert {"copy", "lookup", "scan"} <= names  # the length generalisation benchmarks
     assert "copy_slots" in names  # copy attention, with and without
     demo = config_lib.load_config(configs_dir() / "demo.yaml")
@@ -275,7 +275,7 @@ def test_ready_configs_cover_every_task_and_demo_uses_bahdanau():
 def test_list_prints_ready_configs(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "demo" in out and "charlm" in out
+    assert "demo" in out and "lm" in out
 
 
 def test_ui_binds_localhost_on_the_store(tmp_path, monkeypatch, capsys):
@@ -339,8 +339,8 @@ def test_configs_written_before_generate_sampler_mean_the_same_sampler():
         "seed": 0,
     }
     cfg = config_lib.validate({"task": {"name": "reverse"}, "generate": older})
-    assert cfg.generate.sampler == {"name": "beam", "beam_width": 3, "length_penalty": 0.6}
-    assert cfg.generate.built_sampler.get_config()["beam_width"] == 3
+    assert cfg.generate.sampler == {"name": "beam", "num_beams": 3, "length_penalty": 0.6}
+    assert cfg.generate.built_sampler.get_config()["num_beams"] == 3
     greedy = config_lib.validate(
         {
             "task": {"name": "reverse"},

@@ -47,9 +47,9 @@ TASK_METRICS = {
     "reverse": {"val_token_accuracy", "val_exact_match_greedy", "val_alignment_accuracy"},
     "dates": {"val_token_accuracy", "val_exact_match_greedy"},
     "addition": {"val_token_accuracy", "val_exact_match_greedy"},
-    "charlm": {"val_perplexity", "val_bits_per_char"},
+    "lm": {"val_perplexity", "val_bits_per_char"},
 }
-SAMPLES = {"reverse": 2, "charlm": 2}
+SAMPLES = {"reverse": 2, "lm": 2}
 
 
 def _artifact_threads() -> set[threading.Thread]:
@@ -258,10 +258,17 @@ def test_runs_are_worth_reviewing(name, store, tmp_path):
     digests = {d.dataset.digest for d in inputs.values()}
     assert len(digests) == 3 and all(digests)
     train = inputs[f"{name}-train"].dataset
-    rows = [json.loads(d.dataset.profile)["features_shape"]["x"][0] for d in inputs.values()]
+    tags = {n: {t.key: t.value for t in d.tags} for n, d in inputs.items()}
+    rows = [  # a training split read from a file is stored, described by its rows
+        int(tags[n]["rows"])
+        if "rows" in tags[n]
+        else json.loads(d.dataset.profile)["features_shape"]["x"][0]
+        for n, d in inputs.items()
+    ]
     assert sum(rows) == 64 and min(rows) > 0  # the tiny tasks' 64 examples, split
-    schema = json.loads(json.loads(train.schema)["mlflow_tensorspec"]["features"])
-    assert "x" in [column["name"] for column in schema]
+    if name != "textcls":
+        schema = json.loads(json.loads(train.schema)["mlflow_tensorspec"]["features"])
+        assert "x" in [column["name"] for column in schema]
     if name == "textcls":
         tags = {t.key: t.value for t in inputs[f"{name}-train"].tags}
         assert len(tags["file_sha256"]) == 64 and train.source_type == "local"

@@ -1,6 +1,6 @@
 """The logged models and `export`: fresh processes without the library, a served text model.
 
-One tiny run per task kind (reverse, textcls, charlm) is trained once for the
+One tiny run per task kind (reverse, textcls, lm) is trained once for the
 module; its trained model and text card are captured in-process, so every
 check compares what a fresh process (or a server) gives with what
 `generation.generate` gives here for the same input.
@@ -56,7 +56,7 @@ from keras_attn_rnn import generation, samplers, tokenizers
 pytestmark = pytest.mark.xdist_group("serving")
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXTS = {"reverse": ["abc", "bad"], "charlm": ["the ", "def"], "textcls": ["it was great", "awful"]}
+TEXTS = {"reverse": ["abc", "bad"], "lm": ["the ", "def"], "textcls": ["it was great", "awful"]}
 BEAM_LENGTH = 5  # max_length asked of beam search through params
 EXPORT_BEAM_WIDTH = 3
 
@@ -429,6 +429,8 @@ def test_served_text_model_answers_http_and_refuses_bad_input(trained, tmp_path)
             assert status == 400, (case, body)
             assert message in body["message"], (case, body["message"])
             assert "Traceback" not in body["message"], case
+            # the request the server repeats before the message is cut (`text_model.Refused`)
+            assert len(json.dumps(body)) < 2000, (case, len(json.dumps(body)))
     assert time.monotonic() - started < 60
 
 
@@ -596,6 +598,29 @@ def test_text_model_refuses_what_is_not_text():
         assert caught.value.error_code == "INVALID_PARAMETER_VALUE"
     assert text_model.texts_of(np.array(["a", "b"])) == ["a", "b"]
     assert text_model.texts_of(["a" * 10_000] * 256) == ["a" * 10_000] * 256  # the bounds
+
+
+def test_a_refusal_repeats_a_bounded_part_of_the_request():
+    """MLflow's scoring server puts the whole request before a refusal's message; the answer to
+    a 20,000-character input keeps 200 characters of it, not 20 KB (issue 50 item 7)."""
+    from mlflow.pyfunc import scoring_server
+
+    def predict(data, params=None):
+        text_model.texts_of(data)
+
+    served = types.SimpleNamespace(metadata=None, predict=predict)
+    request = json.dumps({"inputs": ["a" * 20_000]})
+    with pytest.raises(mlflow.exceptions.MlflowException) as caught:
+        scoring_server.invocations(request, "application/json", served, None)
+    answer = json.loads(caught.value.serialize_as_json())
+    assert caught.value.get_http_status_code() == 400
+    assert len(caught.value.serialize_as_json()) < 1000, len(caught.value.serialize_as_json())
+    head = f"Failed to predict data '['{'a' * (text_model.REQUEST_ECHO - 2)}... "
+    assert answer["message"].startswith(head + "(20004 characters in all)'. \nError: ")
+    assert answer["message"].endswith("Received: 20000 characters at position 0")
+    short = text_model.invalid("x")  # a short request is repeated whole
+    short.message = f"{text_model.ECHO_HEAD}['abc']{text_model.ECHO_TAIL}x"
+    assert short.message == "Failed to predict data '['abc']'. \nError: x"
 
 
 def test_text_model_refuses_a_request_past_its_attention_bound():

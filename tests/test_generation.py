@@ -55,7 +55,7 @@ def test_eos_stops_a_sequence_and_pads_the_rest():
         ("sample", {"temperature": 0.5}),
         ("top_k", {"k": 2}),
         ("top_p", {"p": 0.9}),
-        ("beam", {"beam_width": 3}),
+        ("beam", {"num_beams": 3}),
     ],
 )
 def test_every_strategy_is_deterministic_on_one_hot_logits(strategy, kwargs):
@@ -130,7 +130,7 @@ def test_fixed_seed_reproduces_and_other_seeds_differ(strategy, kwargs):
     assert not np.array_equal(runs[0].tokens, runs[2].tokens)
 
 
-def test_beam_width_one_is_greedy():
+def test_num_beams_one_is_greedy():
     table = random_table(6)
     greedy = generate(TableModel(table), PROMPTS, 6, eos_id=3)
     beam = generate(
@@ -138,7 +138,7 @@ def test_beam_width_one_is_greedy():
         PROMPTS,
         6,
         eos_id=3,
-        sampler=samplers.get("beam", beam_width=1, length_penalty=0),
+        sampler=samplers.get("beam", num_beams=1, length_penalty=0),
     )
     np.testing.assert_array_equal(beam.tokens, greedy.tokens)
     np.testing.assert_allclose(beam.scores, greedy.scores, atol=1e-5)
@@ -169,7 +169,7 @@ def test_beam_finds_the_better_sequence_greedy_misses():
     )
     greedy = generate(TableModel(table), [[1]], 2)
     beam = generate(
-        TableModel(table), [[1]], 2, sampler=samplers.get("beam", beam_width=2, length_penalty=0)
+        TableModel(table), [[1]], 2, sampler=samplers.get("beam", num_beams=2, length_penalty=0)
     )
     assert greedy.tokens[0, 0] == 2
     np.testing.assert_array_equal(beam.tokens, [[3, 4]])
@@ -181,7 +181,7 @@ def test_beam_finds_the_better_sequence_greedy_misses():
         TableModel(table),
         [[1]],
         2,
-        sampler=samplers.get("beam", beam_width=3, length_penalty=0, num_beams_returned=2),
+        sampler=samplers.get("beam", num_beams=3, length_penalty=0, num_beams_returned=2),
     )
     assert two.tokens.shape == (1, 2, 2) and two.attention.shape == (1, 2, 2, S)
     np.testing.assert_array_equal(two.tokens[0, 0], [3, 4])
@@ -198,7 +198,7 @@ def test_beam_length_penalty_and_early_stop_at_eos():
         [[1]],
         5,
         eos_id=6,
-        sampler=samplers.get("beam", beam_width=3, length_penalty=0),
+        sampler=samplers.get("beam", num_beams=3, length_penalty=0),
     )
     np.testing.assert_array_equal(short.tokens, [[6, 0, 0, 0, 0]])
     np.testing.assert_allclose(short.scores, [log_softmax_rows(table)[1, 6]], atol=1e-5)
@@ -207,7 +207,7 @@ def test_beam_length_penalty_and_early_stop_at_eos():
         [[1]],
         5,
         eos_id=6,
-        sampler=samplers.get("beam", beam_width=3, length_penalty=1.0),
+        sampler=samplers.get("beam", num_beams=3, length_penalty=1.0),
     )
     np.testing.assert_array_equal(long.tokens, [[2, 3, 6, 0, 0]])
     reference = log_softmax_rows(table)
@@ -225,7 +225,7 @@ def _ends_at_once(eos_id):
 
 @pytest.mark.parametrize(
     "strategy, kwargs",
-    [("greedy", {}), ("sample", {}), ("top_k", {"k": 3}), ("beam", {"beam_width": 3})],
+    [("greedy", {}), ("sample", {}), ("top_k", {"k": 3}), ("beam", {"num_beams": 3})],
 )
 def test_min_length_forbids_eos_before_each_rows_length(strategy, kwargs):
     eos = 3
@@ -281,7 +281,7 @@ def test_min_length_makes_beam_search_take_the_longer_hypothesis():
     table = _table_from_probs(
         {1: {6: 0.5, 2: 0.45, 7: 0.05}, 2: {3: 0.999}, 3: {6: 0.999}, 6: {1: 1.0}, 7: {1: 1.0}}
     )
-    beam = samplers.get("beam", beam_width=3, length_penalty=0)
+    beam = samplers.get("beam", num_beams=3, length_penalty=0)
     result = generate(TableModel(table), [[1]], 5, eos_id=6, sampler=beam, min_length=1)
     np.testing.assert_array_equal(result.tokens, [[2, 3, 6, 0, 0]])
     reference = log_softmax_rows(table)
@@ -312,8 +312,8 @@ def test_min_length_errors(kwargs, match):
 def test_padded_array_prompts_equal_lists():
     model = TableModel(random_table(7))
     padded = np.array([[3, 0, 0], [5, 6, 0], [0, 1, 2]])  # left padding is compacted too
-    a = generate(model, padded, 4, sampler=samplers.get("beam", beam_width=2))
-    b = generate(model, [[3], [5, 6], [1, 2]], 4, sampler=samplers.get("beam", beam_width=2))
+    a = generate(model, padded, 4, sampler=samplers.get("beam", num_beams=2))
+    b = generate(model, [[3], [5, 6], [1, 2]], 4, sampler=samplers.get("beam", num_beams=2))
     np.testing.assert_array_equal(a.tokens, b.tokens)
 
 
@@ -347,10 +347,10 @@ def test_clear_errors(kwargs, match):
         ("top_k", {"k": 0}, r"k, an integer in \[1, V\].*Received: k=0"),
         ("top_p", {"p": 0.0}, r"p, a float in \(0, 1\]. Received: p=0.0"),
         ("top_p", {"p": 1.5}, r"p, a float in \(0, 1\]. Received: p=1.5"),
-        ("beam", {"beam_width": 0}, r"beam_width must be .* Received: beam_width=0"),
+        ("beam", {"num_beams": 0}, r"num_beams must be .* Received: num_beams=0"),
         (
             "beam",
-            {"beam_width": 2, "num_beams_returned": 3},
+            {"num_beams": 2, "num_beams_returned": 3},
             r"num_beams_returned .* Received: num_beams_returned=3",
         ),
         (

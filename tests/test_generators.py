@@ -178,8 +178,10 @@ def test_generators_refuse_wrong_parts_before_any_work():
     )
     with pytest.raises(ValueError, match="embedding is not built"):
         unbuilt.generate([[1, 2]], 3)
-    with pytest.raises(ValueError, match="target_vocab_size must be an integer >= 2"):
-        Seq2SeqGenerator(generator.encoder, embedding, generator.decoder, head, target_vocab_size=0)
+    with pytest.raises(ValueError, match="target_vocabulary_size must be an integer >= 2"):
+        Seq2SeqGenerator(
+            generator.encoder, embedding, generator.decoder, head, target_vocabulary_size=0
+        )
 
 
 def _words(vocabulary_size):
@@ -196,7 +198,9 @@ def test_generators_with_a_preprocessor_take_and_give_strings():
 
     model, plain = _nmt()
     source_words, target_words = _words(SOURCE_VOCAB), _words(TARGET_VOCAB)
-    preprocessor = preprocessors.Seq2SeqPreprocessor(source_words, target_words, target_length=5)
+    preprocessor = preprocessors.Seq2SeqPreprocessor(
+        source_words, target_words, target_sequence_length=5
+    )
     translator = Seq2SeqGenerator(
         plain.encoder, plain.target_embedding, plain.decoder, plain.head, preprocessor=preprocessor
     )

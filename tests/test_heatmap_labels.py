@@ -14,7 +14,7 @@ from experiments.training import callbacks, run
 ROWS = {
     "reverse": "target token (decoder step)",
     "needle": "pooling query (the prediction)",
-    "charlm": "token predicting the next (query)",
+    "lm": "token predicting the next (query)",
 }
 
 

@@ -36,7 +36,7 @@ from keras_attn_rnn import (
 
 
 def _lm():
-    return models.AttentiveLanguageModel(vocab_size=12, units=4, embedding_dim=4)
+    return models.AttentiveLanguageModel(vocabulary_size=12, units=4, embedding_dim=4)
 
 
 def _lambda_keras_file(folder: Path) -> Path:
@@ -61,15 +61,17 @@ LIBRARY = {
     "sequence_attention_window_0": (lambda: SequenceAttention(window=0), "window"),
     "decoder_cell_not_a_cell": (lambda: AttentionDecoder(cell="lstm"), "cell"),
     "classifier_vocab_0": (
-        lambda: models.AttentiveClassifier(vocab_size=0, num_classes=2),
-        "vocab_size",
+        lambda: models.AttentiveClassifier(vocabulary_size=0, num_classes=2),
+        "vocabulary_size",
     ),
     "classifier_unknown_rnn": (
-        lambda: models.AttentiveClassifier(vocab_size=5, num_classes=2, rnn="rnn"),
+        lambda: models.AttentiveClassifier(vocabulary_size=5, num_classes=2, rnn="rnn"),
         "rnn",
     ),
     "seq2seq_unknown_decoder": (
-        lambda: models.Seq2Seq(source_vocab=5, target_vocab=5, decoder="transformer"),
+        lambda: models.Seq2Seq(
+            source_vocabulary_size=5, target_vocabulary_size=5, decoder="transformer"
+        ),
         "decoder",
     ),
     "generate_unknown_strategy": (
@@ -108,7 +110,7 @@ def test_generate_huge_max_length_is_a_clear_error():
 
 
 def test_token_ids_outside_the_vocabulary_are_an_error_not_garbage():
-    model = models.AttentiveClassifier(vocab_size=10, num_classes=2, units=4, embedding_dim=4)
+    model = models.AttentiveClassifier(vocabulary_size=10, num_classes=2, units=4, embedding_dim=4)
     with pytest.raises(Exception, match=r"not in \[0, 10\)"):
         model(np.array([[100, 2]], "int32"))
 
@@ -210,9 +212,9 @@ CLI = {
         "--set train.epochs: invalid YAML",
     ),
     "huge_sequence_length": (None, ["--set", "task.max_length=1000000000"], 2, "task.max_length"),
-    "huge_charlm_window": (
+    "huge_lm_window": (
         None,
-        [_task("charlm", seq_length=1000000000)],
+        [_task("lm", seq_length=1000000000)],
         2,
         "task.seq_length",
     ),
@@ -329,35 +331,35 @@ CLI = {
         2,
         "links to /etc/passwd",
     ),
-    "charlm_binary_text": (
+    "lm_binary_text": (
         _bytes("blob.txt", b"\xff\xfe\x00" * 400),
-        [_task("charlm", path="blob.txt")],
+        [_task("lm", path="blob.txt")],
         2,
         "not UTF-8",
     ),
-    "charlm_vocabulary_too_small_for_its_characters": (
+    "lm_vocabulary_too_small_for_its_characters": (
         _text(
             "han.txt", "".join(chr(0x4E00 + i) + ("\n" if i % 20 == 19 else "") for i in range(800))
         ),
-        [_task("charlm", path="han.txt", units="subword", max_vocab=300)],
+        [_task("lm", path="han.txt", units="subword", max_vocab=300)],
         2,
         "task.max_vocab: the tokenizer could not learn a vocabulary of at most 300 tokens",
     ),
-    "charlm_empty_text": (
+    "lm_empty_text": (
         _text("empty.txt", ""),
-        [_task("charlm", path="empty.txt", seq_length=8)],
+        [_task("lm", path="empty.txt", seq_length=8)],
         2,
         "0 characters",
     ),
-    "charlm_device_file": (
+    "lm_device_file": (
         None,
-        [_task("charlm", path="/dev/zero")],
+        [_task("lm", path="/dev/zero")],
         2,
         "/dev/zero is a character device",
     ),
-    "charlm_path_is_a_folder": (
+    "lm_path_is_a_folder": (
         _dir("texts"),
-        [_task("charlm", path="texts")],
+        [_task("lm", path="texts")],
         2,
         "is a directory",
     ),

@@ -8,6 +8,7 @@ import json
 import time
 
 import mlflow
+import numpy as np
 from experiments_helpers import TINY_TASKS, runs, use_store, write_config, write_text_dataset
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import PERMISSION_DENIED
@@ -42,6 +43,7 @@ def test_a_run_saves_its_experiments_attention_view(tmp_path, monkeypatch, capsy
         assert card["step"] == 2 and card["metricSectionId"] == image_view.SECTION
     (section,) = _state(experiment.tags[image_view.TAG])["compareRunSections"]
     assert section["uuid"] == image_view.SECTION and section["name"] == image_view.NAME
+    assert section["columns"] == 2  # one run's images: two charts a row
 
     # `experiments ui` prints the address that opens it.
     capsys.readouterr()
@@ -98,3 +100,49 @@ def test_a_refused_view_is_a_warning(tmp_path, monkeypatch, capsys):
     tracker = resilient.ResilientTracker(client, run_id, tmp_path / "ck")
     tracker.save_image_view(["attention_probe_0"], 1)
     assert "Attention view was not saved" in capsys.readouterr().err
+
+
+def test_the_cards_grow_with_the_runs_whose_images_they_show(tmp_path, monkeypatch):
+    uri = use_store(tmp_path, monkeypatch)
+    client = mlflow.MlflowClient(uri)
+    experiment_id = client.create_experiment("grows")
+    for images in (True, True, True, False):  # three runs logged images, one did not
+        run_id = client.create_run(experiment_id).info.run_id
+        if images:
+            client.log_image(run_id, np.zeros((4, 4, 3), np.uint8), key="attention_probe_0", step=1)
+    image_view.save(client, experiment_id, ["attention_probe_0"], 1)
+    (section,) = _state(client.get_experiment(experiment_id).tags[image_view.TAG])[
+        "compareRunSections"
+    ]
+    # one chart a row, two runs' images a row in it: three runs need two rows
+    assert section["columns"] == 1
+    assert image_view.columns(1) == 2 and image_view.columns(2) == 1  # one run: two a row
+    assert section["cardHeight"] == image_view.card_height(3) == image_view.card_height(4)
+    assert image_view.card_height(3) > image_view.card_height(2) == image_view.card_height(1)
+    assert image_view.card_height(50) == image_view.card_height(image_view.RUNS_SHOWN)
+
+
+def test_the_view_follows_the_images_at_most_every_30_seconds_and_at_the_end(monkeypatch):
+    """Saving the view costs ~40 ms of requests: not on every epoch (the bench's
+    `tracking_overhead`), but with the first images, then when due, and when training ends."""
+    from experiments.training import callbacks
+
+    saved, now = [], [0.0]
+
+    class Tracker:
+        def submit(self, fn, *args):
+            fn(*args)
+
+        def save_image_view(self, keys, step):
+            saved.append(step)
+
+    monkeypatch.setattr(callbacks, "log_attention_images", lambda *args: ["attention_probe_0"])
+    logger = callbacks.RunLogger(Tracker(), None, None, 1, 0, clock=lambda: now[0])
+    for step, at in enumerate([0.0, 2.0, 4.0, 31.0, 33.0, 35.0]):
+        now[0] = at
+        logger.attention_images(None, step)
+    assert saved == [0, 3]  # the first images, then 30 s later
+    logger.on_train_end()
+    assert saved == [0, 3, 5]  # the newest images, once training ends
+    logger.on_train_end()
+    assert saved == [0, 3, 5]  # nothing newer: not again

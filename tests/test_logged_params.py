@@ -35,12 +35,12 @@ def test_the_keras_peer_logs_its_dot_score_and_no_other_attention_key():
 
 def test_a_classifier_and_a_language_model_log_no_decoder(tmp_path):
     textcls = {**TINY_TASKS["textcls"], "path": str(write_text_dataset(tmp_path))}
-    for task in (textcls, TINY_TASKS["needle"], TINY_TASKS["charlm"]):
+    for task in (textcls, TINY_TASKS["needle"], TINY_TASKS["lm"]):
         params = _params(task)
         assert "model.decoder" not in params and "model.copy" not in params, task["name"]
         assert "model.attention.score" in params and "model.units" in params
     assert "model.attention.query" in _params(textcls)
-    assert "model.bidirectional" not in _params(TINY_TASKS["charlm"])
+    assert "model.bidirectional" not in _params(TINY_TASKS["lm"])
 
 
 def test_a_peer_run_logs_what_it_used(tmp_path, monkeypatch):

@@ -60,7 +60,7 @@ split = Split(x, (np.arange(2 * classes) % classes).astype("int32"))
 names = [f"class {i}" for i in range(classes)]
 task = Task("textcls", kinds.get("classification"), vocab, split, split, split, split.take(slice(0, 2)),
             class_names=names)
-model = models.AttentiveClassifier(vocab_size=len(vocab), num_classes=classes, units=4,
+model = models.AttentiveClassifier(vocabulary_size=len(vocab), num_classes=classes, units=4,
                                    embedding_dim=4)
 artifacts = kinds.get("classification").final_artifacts(model, task, split)
 png = io.BytesIO()

@@ -342,7 +342,7 @@ def test_config_round_trip(model):
         (lambda: tiny_lm(rnn="rnn"), r"rnn must be one of 'lstm', 'gru'. Received: rnn='rnn'"),
         (
             lambda: models.AttentiveLanguageModel(0),
-            r"vocab_size must be a positive integer. Received",
+            r"vocabulary_size must be a positive integer. Received",
         ),
         (lambda: tiny_lm(attention={"scor": "dot"}), r"unknown keys \['scor'\].*Received"),
         (lambda: tiny_lm(attention={"score": "dott"}), r"score must be one of.*Received"),

@@ -34,7 +34,7 @@ def test_the_recipe_registers_it_and_its_own_test_passes(recipe, monkeypatch):
 
 def _config(sampler):
     return config_lib.validate(
-        {"task": {"name": "charlm"}, "generate": {"sampler": sampler, "max_length": 5}}
+        {"task": {"name": "lm"}, "generate": {"sampler": sampler, "max_length": 5}}
     )
 
 
@@ -57,7 +57,7 @@ def test_its_argument_is_a_text_model_param_with_the_run_value():
     assert card["generate"]["margin"] == 0.5
     params = {p.name: p.default for p in text_signature(card).params.params}
     assert params["margin"] == 0.5 and params["sampler"] == "greedy"
-    assert params["k"] == 5 and params["beam_width"] == 4  # the other samplers' defaults
+    assert params["k"] == 5 and params["num_beams"] == 4  # the other samplers' defaults
 
 
 @pytest.mark.slow  # a fresh pytest process (imports TensorFlow again)

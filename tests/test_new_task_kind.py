@@ -53,7 +53,7 @@ class Majority(TaskKind):
     def build_model(self, cfg, task):
         m = cfg.model
         return models.AttentiveClassifier(
-            vocab_size=len(task.vocab),
+            vocabulary_size=len(task.vocab),
             num_classes=len(task.class_names),
             bidirectional=self.bidirectional(cfg),
             attention=self.attention(cfg),

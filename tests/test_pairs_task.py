@@ -253,9 +253,9 @@ def test_a_pairs_run_scores_like_sacrebleu_and_its_served_model_translates(tmp_p
         assert isinstance(first["text"], str) and first["truncated"] is False
         assert long["truncated"] is True
         status, answer = post(
-            url, {"inputs": ["the cat"], "params": {"sampler": "beam", "beam_width": 0}}
+            url, {"inputs": ["the cat"], "params": {"sampler": "beam", "num_beams": 0}}
         )
-        assert status == 400 and "beam_width" in json.dumps(answer)
+        assert status == 400 and "num_beams" in json.dumps(answer)
 
 
 def test_a_jsonl_row_nested_too_deep_is_refused_naming_its_line(tmp_path, capsys):

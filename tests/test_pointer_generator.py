@@ -467,8 +467,8 @@ def test_copy_config_round_trip_and_copy_false_config_unchanged():
         (lambda: Seq2Seq(11, 9, max_oov=2), r"needs copy=True.*Received: max_oov=2"),
         (lambda: Seq2Seq(11, 9, copy=True, max_oov=-1), r"max_oov must be .*Received"),
         (lambda: Seq2Seq(11, 9, unk_id=3), r"needs copy=True.*Received: unk_id=3"),
-        (lambda: Seq2Seq(11, 9, copy=True, unk_id=9), r"\[1, target_vocab=9\).*unk_id=9"),
-        (lambda: Seq2Seq(11, 9, copy=True, unk_id=0), r"\[1, target_vocab=9\).*unk_id=0"),
+        (lambda: Seq2Seq(11, 9, copy=True, unk_id=9), r"\[1, target_vocabulary_size=9\).*unk_id=9"),
+        (lambda: Seq2Seq(11, 9, copy=True, unk_id=0), r"\[1, target_vocabulary_size=9\).*unk_id=0"),
     ],
 )
 def test_copy_constructor_errors(build, match):
@@ -514,7 +514,7 @@ def test_source_ids_beyond_the_extended_vocabulary_are_refused_in_every_path():
         model.init_cache(source, start_id=1)
     with pytest.raises(
         ValueError,
-        match=r"in \[0, 14\) \(target_vocab \+ max_oov\)\. Received: source_ext with ids in \[16",
+        match=r"in \[0, 14\) \(target_vocabulary_size \+ max_oov\)\. Received: source_ext with ids in \[16",
     ):
         generate(model, source, 3, start_id=1, source_ext=source)
     # ids in range pass, with or without source_ext

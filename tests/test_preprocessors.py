@@ -27,7 +27,9 @@ def json_round_trip(layer):
 def test_seq2seq_shifts_pads_and_cuts():
     tokenizer = words()
     a, b, c, d, e = (tokenizer.index[w] for w in "abcde")
-    preprocessor = preprocessors.Seq2SeqPreprocessor(tokenizer, source_length=3, target_length=2)
+    preprocessor = preprocessors.Seq2SeqPreprocessor(
+        tokenizer, source_sequence_length=3, target_sequence_length=2
+    )
     (source, target_in), target_out, weights = preprocessor(["a b c d", "e"], ["c b a", "d"], None)
     np.testing.assert_array_equal(source, [[a, b, c], [e, 0, 0]])
     np.testing.assert_array_equal(target_in, [[START, c, b], [START, d, 0]])
@@ -81,8 +83,9 @@ def test_classifier_maps_labels_and_passes_integers():
     "call, match",
     [
         (
-            lambda: preprocessors.Seq2SeqPreprocessor(words(), source_length=0),
-            r"source_length must be a positive integer or None. Received: source_length=0",
+            lambda: preprocessors.Seq2SeqPreprocessor(words(), source_sequence_length=0),
+            r"source_sequence_length must be a positive integer or None. Received: "
+            r"source_sequence_length=0",
         ),
         (
             lambda: preprocessors.Seq2SeqPreprocessor("bpe"),

@@ -108,7 +108,7 @@ def test_gumbel_noise_is_standard_gumbel():
         lambda: samplers.TopPSampler(p=0.9),
         lambda: samplers.TopPSampler(p=1.0),
     ],
-    ids=["greedy", "sample", "top_k", "top_p", "top_p_1"],
+    ids=["greedy", "random", "top_k", "top_p", "top_p_1"],
 )
 def test_a_batch_of_one_row_gets_one_token(build):
     """`get_next_token` returns `(B,)` tokens, also for `B = 1` (not a scalar)."""
@@ -234,32 +234,32 @@ def test_start_id_is_the_first_decoder_input():
 
 def test_beam_defaults_and_bounds():
     assert samplers.get("beam").get_config() == {
-        "beam_width": 4,
+        "num_beams": 4,
         "length_penalty": 1.0,
         "num_beams_returned": 1,
         "coverage_penalty_weight": 0.0,
     }
     # num_beams_returned may reach the default width 4, not beyond.
     assert samplers.get("beam", num_beams_returned=4).num_beams_returned == 4
-    with pytest.raises(ValueError, match=r"at most beam_width=4\. Received: num_beams_returned=5"):
+    with pytest.raises(ValueError, match=r"at most num_beams=4\. Received: num_beams_returned=5"):
         samplers.get("beam", num_beams_returned=5)
-    with pytest.raises(ValueError, match=r"at most beam_width=4\. Received: num_beams_returned=5"):
+    with pytest.raises(ValueError, match=r"at most num_beams=4\. Received: num_beams_returned=5"):
         samplers.BeamSampler(num_beams_returned=5)
     # `check_arguments` (a classmethod) fills in the same defaults as the constructor.
-    with pytest.raises(ValueError, match=r"at most beam_width=4\. Received: num_beams_returned=5"):
+    with pytest.raises(ValueError, match=r"at most num_beams=4\. Received: num_beams_returned=5"):
         samplers.BeamSampler.check_arguments({"num_beams_returned": 5})
-    samplers.BeamSampler.check_arguments({"beam_width": 1})
-    assert samplers.get("beam", beam_width=1).num_beams_returned == 1
+    samplers.BeamSampler.check_arguments({"num_beams": 1})
+    assert samplers.get("beam", num_beams=1).num_beams_returned == 1
     sampler = samplers.BeamSampler(1, length_penalty=-0.5, num_beams_returned=1)
-    assert (sampler.beam_width, sampler.length_penalty) == (1, -0.5)
+    assert (sampler.num_beams, sampler.length_penalty) == (1, -0.5)
 
 
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        ({"beam_width": 0}, "beam_width"),
-        ({"beam_width": True}, "beam_width"),
-        ({"beam_width": 2.0}, "beam_width"),
+        ({"num_beams": 0}, "num_beams"),
+        ({"num_beams": True}, "num_beams"),
+        ({"num_beams": 2.0}, "num_beams"),
         ({"num_beams_returned": 0}, "num_beams_returned"),
         ({"length_penalty": float("nan")}, "length_penalty"),
         ({"length_penalty": "1"}, "length_penalty"),
@@ -332,7 +332,7 @@ def test_beam_coverage_skips_padded_source_positions():
 
 
 @pytest.mark.parametrize("temperature", [float("nan"), float("inf"), True, "1"])
-@pytest.mark.parametrize("name", ["greedy", "sample", "top_k", "top_p"])
+@pytest.mark.parametrize("name", ["greedy", "random", "top_k", "top_p"])
 def test_a_temperature_that_is_no_finite_number_is_named(name, temperature):
     with pytest.raises(ValueError, match=r"temperature must be a finite number\. Received: temp"):
         samplers.get(name, temperature=temperature)

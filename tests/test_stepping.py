@@ -162,7 +162,12 @@ def _same_steps(first, second, prompts, tokens, atol, start_id):
 def test_a_ready_lm_and_a_generator_over_its_layers_step_alike():
     keras.utils.set_random_seed(5)
     model = models.AttentiveLanguageModel(
-        vocab_size=13, embedding_dim=4, units=6, rnn="gru", num_layers=2, attention={"window": 2}
+        vocabulary_size=13,
+        embedding_dim=4,
+        units=6,
+        rnn="gru",
+        num_layers=2,
+        attention={"window": 2},
     )
     prompts = np.array([[3, 4, 5], [6, 0, 0]], "int32")
     model(prompts)
@@ -181,8 +186,8 @@ def test_a_ready_lm_and_a_generator_over_its_layers_step_alike():
 def test_a_ready_seq2seq_and_a_generator_over_its_layers_step_alike(mechanism):
     keras.utils.set_random_seed(6)
     model = models.Seq2Seq(
-        source_vocab=12,
-        target_vocab=10,
+        source_vocabulary_size=12,
+        target_vocabulary_size=10,
         embedding_dim=4,
         units=6,
         attention={"mechanism": mechanism},

@@ -146,11 +146,14 @@ def test_a_sweep_prints_a_table_and_its_comparison_holds_baseline_and_best_epoch
         "baseline_accuracy",
         "baseline_macro_f1",
         "best_epoch",
+        "s/epoch",
+        "params",
     ]
+    client, printed = mlflow.MlflowClient(store), []
     for offset, score in enumerate(("dot", "tanh_dot"), start=2):
         m = children[score].data.metrics
-        assert re.split(r"\s{2,}", lines[header + offset].strip()) == [
-            f"model.attention.score={score}",
+        epochs = client.get_metric_history(children[score].info.run_id, "epoch_seconds")
+        cells = [
             f"{m['test_accuracy']:.3f}",
             f"{m['test_alignment_accuracy']:.3f}",
             f"{m['test_attention_entropy']:.3f}",
@@ -158,7 +161,16 @@ def test_a_sweep_prints_a_table_and_its_comparison_holds_baseline_and_best_epoch
             f"{m['baseline_test_accuracy']:.3f}",
             f"{m['baseline_test_macro_f1']:.3f}",
             str(int(m["best_epoch"])),
+            f"{sum(e.value for e in epochs) / len(epochs):.3f}",
+            str(int(m["model_parameters"])),
         ]
+        point = f"model.attention.score={score}"
+        assert re.split(r"\s{2,}", lines[header + offset].strip()) == [point, *cells]
+        # each point's result is printed as soon as it is trained, before the table
+        names = re.split(r"\s{2,}", lines[header + 1].strip())[1:]
+        pairs = "  ".join(f"{n} {c}" for n, c in zip(names, cells))
+        printed.append(lines.index(f"point {offset - 1}/2 {point}: {pairs}"))
+    assert printed == sorted(printed) and printed[-1] < header
     (parent,) = [r for r in runs(store) if "mlflow.parentRunId" not in r.data.tags]
     local = mlflow.artifacts.download_artifacts(
         run_id=parent.info.run_id, artifact_path="comparison.csv", tracking_uri=store
@@ -204,3 +216,21 @@ def test_a_study_on_two_workers_reports_once_and_labels_each_epoch_with_its_tria
                 err,
                 re.MULTILINE,
             ), err
+
+
+def test_a_sweep_point_s_line_and_table_show_its_budget():
+    from experiments.tracking import results
+
+    rows = [
+        {"point": "a=1", "test_accuracy": 0.5, "best_epoch": 2.0, "mean_epoch_seconds": 1.25},
+        {"point": "a=2", "test_accuracy": 0.75, "model_parameters": 1234},
+    ]
+    rows[0]["model_parameters"] = 99
+    assert results.point_line(rows[0], 1, 2) == (
+        "point 1/2 a=1: accuracy 0.500  best_epoch 2  s/epoch 1.250  params 99"
+    )
+    assert results.point_line(rows[1], 2, 2) == "point 2/2 a=2: accuracy 0.750  params 1234"
+    header, first, second = results.test_table(rows, "point")
+    assert header.split() == ["point", "accuracy", "best_epoch", "s/epoch", "params"]
+    assert first.split() == ["a=1", "0.500", "2", "1.250", "99"]
+    assert second.split() == ["a=2", "0.750", "-", "-", "1234"]

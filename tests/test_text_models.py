@@ -35,7 +35,7 @@ def text_models():
     seq2seq = models.Seq2Seq(
         units=8,
         embedding_dim=8,
-        preprocessor=preprocessors.Seq2SeqPreprocessor(subwords, target_length=6),
+        preprocessor=preprocessors.Seq2SeqPreprocessor(subwords, target_sequence_length=6),
     )
     seq2seq.compile(optimizer=keras.optimizers.Adam(0.01), sampler="beam")
     seq2seq.fit(sources, targets, epochs=2, batch_size=32, verbose=0)
@@ -128,13 +128,17 @@ def test_compile_auto_picks_the_copy_loss_and_sizes_come_from_the_preprocessor()
     tokenizer.adapt(["a b c"])
     preprocessor = preprocessors.Seq2SeqPreprocessor(tokenizer)
     copier = models.Seq2Seq(units=4, copy=True, preprocessor=preprocessor)
-    assert copier.source_vocab == copier.target_vocab == tokenizer.vocabulary_size
+    assert (
+        copier.source_vocabulary_size == copier.target_vocabulary_size == tokenizer.vocabulary_size
+    )
     copier.compile()
     assert isinstance(copier.loss, losses.PointerGeneratorLoss)
     assert isinstance(copier.optimizer, keras.optimizers.Adam)
-    with pytest.raises(ValueError, match=r"target_vocab must match the preprocessor's \(7\)"):
-        models.Seq2Seq(target_vocab=9, preprocessor=preprocessor)
-    with pytest.raises(ValueError, match=r"source_vocab is required \(or a preprocessor"):
+    with pytest.raises(
+        ValueError, match=r"target_vocabulary_size must match the preprocessor's \(7\)"
+    ):
+        models.Seq2Seq(target_vocabulary_size=9, preprocessor=preprocessor)
+    with pytest.raises(ValueError, match=r"source_vocabulary_size is required \(or a preprocessor"):
         models.Seq2Seq()
     with pytest.raises(ValueError, match=r"preprocessor must be a .*Seq2SeqPreprocessor"):
         models.Seq2Seq(preprocessor=preprocessors.CausalLMPreprocessor(tokenizer))

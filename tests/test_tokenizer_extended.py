@@ -52,7 +52,7 @@ def test_the_unknown_token_written_out_is_not_an_unknown_word():
 
 
 def test_the_rules_apply_before_the_extended_ids():
-    lower = words(lowercase=True, max_tokens=3)
+    lower = words(lowercase=True, sequence_length=3)
     assert lower.encode_extended("MEET Zoe AT Oslo") == Extended([4, UNK, 5], [4, V, 5], ["zoe"])
     chars = Tokenizer([*SPECIALS, "a", "b"], split="chars")
     assert chars.encode_extended("abxa") == Extended([4, 5, UNK, 4], [4, 5, 6, 4], ["x"])

@@ -2,7 +2,9 @@
 errors. (The runner's tasks and the served text model use these classes:
 tests/test_tokenizer_parity.py checks both sides on hostile text.)"""
 
+import base64
 import json
+import warnings
 
 import keras
 import pytest
@@ -36,8 +38,11 @@ def json_round_trip(tokenizer):
 def test_subword_units_decode_every_text_exactly(model_type):
     """Unseen accents, CJK, emoji (bytes), runs of spaces, tabs, newlines and a long text
     all come back unchanged, also after the config went through JSON."""
-    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=320, model_type=model_type)
-    tokenizer.adapt(CORPUS)
+    tokenizer = tokenizers.SentencePieceTokenizer(
+        vocabulary_size=320, model_type=model_type, byte_fallback=True
+    )
+    with pytest.warns(UserWarning, match="byte pieces"):  # 256 of 320: a small vocabulary
+        tokenizer.adapt(CORPUS)
     clone = json_round_trip(tokenizer)
     for text in HOSTILE:
         ids = tokenizer.encode(text)
@@ -54,12 +59,12 @@ def test_subword_units_decode_every_text_exactly(model_type):
 
 
 def test_subword_adapt_is_deterministic_and_sized():
-    a = tokenizers.get("subword", vocabulary_size=300, model_type="bpe")
-    b = tokenizers.get("subword", vocabulary_size=300, model_type="bpe")
+    a = tokenizers.get("subword", vocabulary_size=60, model_type="bpe")
+    b = tokenizers.get("subword", vocabulary_size=60, model_type="bpe")
     a.adapt(CORPUS)
     b.adapt(CORPUS)
     assert a.proto == b.proto
-    assert 260 < a.vocabulary_size <= 300  # a small corpus may give fewer pieces
+    assert 40 < a.vocabulary_size <= 60
     small = tokenizers.SentencePieceTokenizer(vocabulary_size=40, byte_fallback=False)
     small.adapt(CORPUS)
     assert small.vocabulary_size <= 40
@@ -68,7 +73,7 @@ def test_subword_adapt_is_deterministic_and_sized():
 
 
 def test_lowercase_subwords_decode_lower_case():
-    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=300, lowercase=True)
+    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=60, lowercase=True)
     tokenizer.adapt(CORPUS)
     assert tokenizer.encode("THE Cat") == tokenizer.encode("the cat")
     assert tokenizer.decode(tokenizer.encode("THE Cat")) == "the cat"
@@ -95,10 +100,10 @@ def test_vocabulary_tokenizers_round_trip_what_they_know(make, text, decoded):
 
 
 def test_word_vocabulary_is_by_frequency_and_bounded():
-    tokenizer = tokenizers.WordTokenizer(max_vocabulary=7, min_count=2)
+    tokenizer = tokenizers.WordTokenizer(vocabulary_size=7, min_count=2)
     tokenizer.adapt(["b a a c", "a b d"])
     assert tokenizer.vocabulary == ["<pad>", "<s>", "</s>", "<unk>", "a", "b"]
-    tokenizer = tokenizers.WordTokenizer(max_vocabulary=6)
+    tokenizer = tokenizers.WordTokenizer(vocabulary_size=6)
     tokenizer.adapt(["b a a c", "a b d"])
     assert tokenizer.vocabulary[4:] == ["a", "b"]
     assert tokenizer.encode("c a") == [tokenizers.UNK, 4]
@@ -108,7 +113,7 @@ def test_word_vocabulary_is_by_frequency_and_bounded():
     "build, match",
     [
         (
-            lambda: tokenizers.SentencePieceTokenizer(vocabulary_size=100),
+            lambda: tokenizers.SentencePieceTokenizer(vocabulary_size=100, byte_fallback=True),
             r"vocabulary_size must be an integer >= 261.*Received: vocabulary_size=100",
         ),
         (
@@ -117,7 +122,8 @@ def test_word_vocabulary_is_by_frequency_and_bounded():
         ),
         (
             lambda: tokenizers.SentencePieceTokenizer(proto=b"not a model"),
-            r"proto is not a SentencePiece model",
+            r"proto must be a serialized SentencePiece model; the SentencePiece model saved "
+            r"with tokenizer '.*' is damaged.*Received: proto of 11 bytes",
         ),
         (
             lambda: tokenizers.SentencePieceTokenizer().encode("x"),
@@ -136,7 +142,7 @@ def test_word_vocabulary_is_by_frequency_and_bounded():
             r"pattern must be given with split='regex'",
         ),
         (lambda: tokenizers.WordTokenizer(pattern="("), r"pattern must be a regular expression"),
-        (lambda: tokenizers.WordTokenizer(max_vocabulary=4), r"max_vocabulary must leave room"),
+        (lambda: tokenizers.WordTokenizer(vocabulary_size=4), r"vocabulary_size must leave room"),
         (
             lambda: tokenizers.WordTokenizer(vocabulary="abc"),
             r"vocabulary must be a list of tokens",
@@ -162,3 +168,70 @@ def test_a_vocabulary_too_small_for_the_text_is_a_clear_error():
     tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=300, byte_fallback=True)
     with pytest.raises(ValueError, match=r"could not learn 300 units.*raise vocabulary_size"):
         tokenizer.adapt(texts)
+
+
+def test_default_subwords_are_subwords_not_bytes():
+    """Without byte fallback (the default) a small vocabulary holds real subwords: whole
+    frequent words, no byte pieces."""
+    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=100, model_type="bpe")
+    tokenizer.adapt(CORPUS)
+    assert tokenizer.tokenize("the cat sat on the mat") == [
+        "▁the", "▁cat", "▁sat", "▁on", "▁the", "▁mat"
+    ]  # fmt: skip
+    assert not [piece for piece in tokenizer.vocabulary if piece.startswith("<0x")]
+
+
+def test_a_vocabulary_mostly_of_byte_pieces_warns_naming_the_numbers_and_the_fix():
+    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=300, byte_fallback=True)
+    with pytest.warns(UserWarning) as caught:
+        tokenizer.adapt(CORPUS)
+    (warning,) = [w for w in caught if "byte pieces" in str(w.message)]
+    message = str(warning.message)
+    assert f"256 of this SentencePiece vocabulary's {tokenizer.vocabulary_size} pieces" in message
+    assert "Raise vocabulary_size" in message and "byte_fallback=False" in message
+    assert message.endswith("Received: vocabulary_size=300, byte_fallback=True")
+    assert warning.filename == __file__  # it points at the adapt call
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no byte pieces: no warning
+        tokenizers.SentencePieceTokenizer(vocabulary_size=300).adapt(CORPUS)
+
+
+@pytest.mark.parametrize("damage", ["cut short", "corrupted"])
+def test_a_damaged_saved_model_names_the_tokenizer_in_a_short_error(damage):
+    """A proto cut short (its base64 text) or corrupted (its bytes), as a damaged `.keras`
+    file or text card holds it, gives a short ValueError naming the tokenizer: not
+    Keras's TypeError printing the whole config, base64 model and all."""
+    tokenizer = tokenizers.SentencePieceTokenizer(vocabulary_size=60, name="source_pieces")
+    tokenizer.adapt(CORPUS)
+    config = tokenizers.serialize(tokenizer)
+    proto = config["config"]["proto"]
+    if damage == "cut short":
+        config["config"]["proto"] = proto[: len(proto) // 2 + 1]
+    else:
+        raw = bytearray(base64.b64decode(proto))
+        raw[8:40] = b"\xff" * 32
+        config["config"]["proto"] = base64.b64encode(bytes(raw)).decode("ascii")
+    with pytest.raises(ValueError) as caught:
+        keras.saving.deserialize_keras_object(json.loads(json.dumps(config)))
+    message = str(caught.value)
+    assert "tokenizer 'source_pieces' is damaged" in message
+    assert "Received: proto of" in message
+    assert len(message) < 400 and config["config"]["proto"][:40] not in message
+
+
+def test_the_runner_says_a_vocabulary_mostly_of_bytes_in_its_own_terms(capsys):
+    """The runner keeps byte fallback, so the library's advice (`byte_fallback=False`) is not
+    the user's to take: it says which config key to raise instead, and no UserWarning."""
+    import warnings
+
+    from experiments.data import units
+
+    texts = [f"the {word} file was not found on line {n}" for n, word in enumerate("abcdefgh")]
+    tokenizer = units.tokenizer("subword", 300)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        units.adapt(tokenizer, texts * 20, "task.vocabulary_size", 300)
+    assert not [w for w in caught if "byte" in str(w.message)]
+    err = capsys.readouterr().err
+    assert "task.vocabulary_size: 300 subword units, 256 of them byte pieces" in err
+    assert "raise task.vocabulary_size to 1000 or more" in err

@@ -247,7 +247,7 @@ def generation(sizes: dict) -> dict:
     """Cached greedy generation of `target` tokens against one plain-LSTM forward pass."""
     b, s, t, e, u, v = (sizes[k] for k in ("batch", "source", "target", "embed", "units", "vocab"))
     keras.utils.set_random_seed(0)
-    model = Seq2Seq(source_vocab=v, target_vocab=v, embedding_dim=e, units=u)
+    model = Seq2Seq(source_vocabulary_size=v, target_vocabulary_size=v, embedding_dim=e, units=u)
     source = np.random.default_rng(0).integers(3, v, size=(b, s)).astype("int32")
     model([source, source[:, :t]])
     cached = _median_seconds(

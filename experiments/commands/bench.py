@@ -35,6 +35,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="PATH",
         help="interpreter with TF 2.15 + tensorflow-addons for decoder_vs_tfa (skipped without it)",
     )
+    parser.add_argument(
+        "--pairs",
+        metavar="FILE.tsv",
+        help="length_buckets_speedup: also on this file of pairs (e.g. from "
+        "tools/translation_pairs.py), beside the shipped ones",
+    )
     parser.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     parser.add_argument(
         "--jit-compile", action="store_true", help="compile both sides' steps with XLA"
@@ -78,6 +84,7 @@ def handle(args) -> int:
         seed=args.seed,
         temporary_store=args.no_mlflow,
         repeats_override=args.repeats,
+        pairs_file=args.pairs,
     )
 
     def write(report):

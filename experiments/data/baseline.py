@@ -37,9 +37,10 @@ def linear_baseline(train: Split, test: Split, num_classes: int, seed: int = 0) 
     from sklearn.linear_model import LogisticRegression
 
     rows = max(1, MAX_ROW_CLASSES // num_classes)
+    chosen = np.arange(len(train))
     if len(train) > rows:
-        chosen = np.random.default_rng(seed).choice(len(train), rows, replace=False)
-        train = train.take(np.sort(chosen))
+        chosen = np.sort(np.random.default_rng(seed).choice(len(train), rows, replace=False))
+    train = train.take(chosen)  # in memory: also a stored split's rows (`StoredClasses`)
     vectorizer = TfidfVectorizer(
         ngram_range=(1, 2),
         token_pattern=r"\S+",

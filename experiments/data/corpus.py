@@ -28,7 +28,6 @@ import array
 import hashlib
 import json
 import os
-import random
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments.data import progress
+from experiments.data.reservoir import Reservoir
 from experiments.data.stored_split import SOURCE, TARGET, StoredSplit
 from experiments.data.token_store import StoreWriter, TokenStore
 from experiments.errors import ConfigError
@@ -116,18 +116,29 @@ def load_or_build(
     `read()` gives the file's (source, target) rows afresh (it is called twice: the scan
     and the encoding); `key` is the config key errors name.
     """
+    folder, digest = cached(
+        path, settings.key(), lambda staging: _build(path, settings, read, key, staging)
+    )
+    return _load(folder, path, digest)
+
+
+def cached(path: str, settings: dict, build: Callable[[Path], dict]) -> tuple[Path, str]:
+    """The cache folder of `path` under `settings` (a dict of everything that changes the
+    result), and the file's SHA-256: an existing entry, else one `build(folder)` fills
+    (returning its `meta`, written last as `meta.json`) under a temporary name, renamed when
+    complete."""
     digest = file_digest(path)
     fingerprint = hashlib.sha256(
-        json.dumps({"file_sha256": digest, **settings.key()}, sort_keys=True).encode()
+        json.dumps({"file_sha256": digest, **settings}, sort_keys=True).encode()
     ).hexdigest()[:32]
     folder = cache_root() / fingerprint
     if (folder / "meta.json").is_file():
         progress.note(f"{Path(path).name}: the cached corpus {folder} (same file and settings)")
-        return _load(folder, path, digest)
+        return folder, digest
     staging = folder.with_name(f"{fingerprint}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        meta = _build(path, settings, read, key, staging)
+        meta = build(staging)
         meta.update(file_sha256=digest, fingerprint=fingerprint, path=str(path))
         (staging / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
         try:
@@ -137,7 +148,7 @@ def load_or_build(
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return _load(folder, path, digest)
+    return folder, digest
 
 
 def _load(folder: Path, path, digest: str) -> Corpus:
@@ -177,8 +188,7 @@ def _scan(path, settings: Settings, read) -> _Scan:
     pairs, sources = array.array("Q"), array.array("I")
     key = settings.seed.to_bytes(8, "little", signed=True)
     floor = int((settings.val_fraction + settings.test_fraction) * _HASH) * settings.split_here
-    rng = random.Random(settings.seed)
-    sample, seen, size = [], 0, settings.sample_rows
+    sample = Reservoir(settings.sample_rows, settings.seed)
     blake = hashlib.blake2b
     with progress.Progress(f"reading {Path(path).name}") as shown:
         for source, target in read():
@@ -187,19 +197,13 @@ def _scan(path, settings: Settings, read) -> _Scan:
             pair = f"{len(source)}:{source}{target}".encode()
             pairs.append(int.from_bytes(blake(pair, digest_size=8).digest()))
             if split_hash >= floor:  # a training row whatever the lowered fractions
-                if seen < size:
-                    sample.append((len(sources) - 1, split_hash, source, target))
-                else:
-                    j = rng.randrange(seen + 1)
-                    if j < size:
-                        sample[j] = (len(sources) - 1, split_hash, source, target)
-                seen += 1
+                sample.offer((len(sources) - 1, split_hash, source, target))
             shown.add()
     return _Scan(
         len(pairs),
         np.frombuffer(pairs, "uint64") if len(pairs) else np.zeros(0, "uint64"),
         np.frombuffer(sources, "uint32") if len(sources) else np.zeros(0, "uint32"),
-        sample,
+        sample.items,
     )
 
 

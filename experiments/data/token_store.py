@@ -146,6 +146,10 @@ class TokenStore:
         """All ids of `field`, summed over the rows."""
         return int(self._offsets[field][-1])
 
+    def flat(self, field: str) -> np.ndarray:
+        """Every id of `field`, the rows one after the other (memory-mapped)."""
+        return self._ids[field]
+
     def rows(self, field: str, index) -> list[np.ndarray]:
         """The ids of rows `index` (row numbers), each a NumPy array."""
         ids, offsets = self._ids[field], self._offsets[field]

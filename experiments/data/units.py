@@ -3,8 +3,12 @@ tokenizer of `keras_attn_rnn.tokenizers` (`char`, `word`, `subword`)."""
 
 from __future__ import annotations
 
+import warnings
+
+from experiments.data import progress
 from experiments.errors import ConfigError
 from keras_attn_rnn import tokenizers
+from keras_attn_rnn.tokenizers.sentence_piece_tokenizer import MostlyBytesWarning
 
 # Words and single punctuation marks (`units: word`; the classifier's file task too).
 WORD_PATTERN = r"\w+|[^\w\s]"
@@ -27,8 +31,9 @@ def tokenizer(units: str, vocabulary_size: int, lowercase: bool = False, subword
             vocabulary_size=vocabulary_size,
             model_type=subword_model,
             lowercase=lowercase,
+            byte_fallback=True,  # a served model never meets <unk>: room for 256 bytes
         )
-    options = {"lowercase": lowercase, "max_vocabulary": vocabulary_size}
+    options = {"lowercase": lowercase, "vocabulary_size": vocabulary_size}
     if units == "word":
         options["pattern"] = WORD_PATTERN
     return tokenizers.get(units, **options)
@@ -38,10 +43,24 @@ def adapt(tokenizer, texts, key: str, size: int) -> None:
     """`tokenizer.adapt(texts)`, its refusal (SentencePiece's: a vocabulary too small for the
     text's characters) a `ConfigError` naming `key`, the task's vocabulary size (`size`)."""
     try:
-        tokenizer.adapt(texts)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tokenizer.adapt(texts)
     except ValueError as err:
         reason = str(err).split(" Received: ")[0].removesuffix(".")
         raise ConfigError(
             f"{key}: the tokenizer could not learn a vocabulary of at most {size} tokens from "
             f"the training split: {reason} (raise {key}). Received: {key}={size}"
         ) from None
+    for warning in caught:
+        if issubclass(warning.category, MostlyBytesWarning):
+            # The library's advice names its own arguments; the runner keeps byte fallback
+            # (a served model never meets <unk>), so only the vocabulary size is the user's.
+            progress.note(
+                f"{key}: {size} subword units, 256 of them byte pieces: text is mostly spelt "
+                f"one character at a time (raise {key} to 1000 or more for subwords)"
+            )
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )

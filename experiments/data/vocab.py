@@ -42,7 +42,7 @@ class Vocab:
 
     def tokenizer(self, **rules) -> VocabularyTokenizer:
         """A `VocabularyTokenizer` over this vocabulary that splits text by `rules` (its arguments:
-        `split`, `pattern`, `lowercase`, `pad_to`, `reverse`, `max_tokens`, ...)."""
+        `split`, `pattern`, `lowercase`, `pad_to`, `reverse`, `sequence_length`, ...)."""
         return VocabularyTokenizer(self.tokens, joiner=self.joiner, **rules)
 
     def encode(self, tokens: Iterable[str]) -> list[int]:

@@ -334,7 +334,8 @@ def generate_defaults(cfg: ExperimentConfig) -> dict:
     """The text card's generation defaults, typed for MLflow's params schema: `max_length`,
     `seed`, and every argument of every registered sampler, the run's value where its
     sampler takes it, else the sampler's default (the text model's params; a sampler
-    registered with a new argument gets it here by itself)."""
+    registered with a new argument gets it here by itself), and each deprecated name of
+    an argument (`beam_width`) with its value."""
     g = cfg.generate
     options = {}
     for name in samplers.names():
@@ -342,6 +343,9 @@ def generate_defaults(cfg: ExperimentConfig) -> dict:
             if key != "num_beams_returned":  # the text model returns one sequence per input
                 options.setdefault(key, default)
     options.update({key: value for key, value in g.sampler.items() if key != "name"})
+    for name in samplers.names():  # a deprecated name (`beam_width`) stays a param too,
+        for old, new in samplers.class_for(name).renamed_arguments.items():
+            options[old] = options[new]  # so that older clients' requests keep working
     return {"max_length": int(g.max_length), "seed": int(g.seed or 0), **options}
 
 

@@ -33,7 +33,7 @@ class Classification(TaskKind):
         if m.attention.query_value is not None:
             attention["query_value"] = m.attention.query_value
         return models.AttentiveClassifier(
-            vocab_size=len(task.vocab),
+            vocabulary_size=len(task.vocab),
             num_classes=len(task.class_names),
             bidirectional=self.bidirectional(cfg),
             num_layers=m.num_layers,

@@ -27,7 +27,7 @@ class LanguageModel(TaskKind):
     def build_model(self, cfg, task):
         m = cfg.model
         return models.AttentiveLanguageModel(
-            vocab_size=len(task.vocab),
+            vocabulary_size=len(task.vocab),
             num_layers=m.num_layers,
             attention={**self.attention(cfg), **m.attention.model_extra},  # window
             embedding_dim=m.embedding_dim,

@@ -162,8 +162,8 @@ class Seq2Seq(TaskKind):
                 dropout=m.dropout,
             )
         return models.Seq2Seq(
-            source_vocab=len(task.vocab),
-            target_vocab=len(task.output_vocab),
+            source_vocabulary_size=len(task.vocab),
+            target_vocabulary_size=len(task.output_vocab),
             bidirectional=self.bidirectional(cfg),
             decoder=m.decoder,
             attention=self.attention(cfg),

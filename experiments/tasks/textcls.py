@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import unicodedata
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -16,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from experiments import kinds, tasks
 from experiments.bounded_input import RecordLines
-from experiments.data import records, units
+from experiments.data import label_corpus, records, units
 from experiments.data.sections import MAX_SEQUENCE_LENGTH, TaskSection, existing_file
 from experiments.data.split import Split, duplicate_count, make_splits, pad, row_keys
 from experiments.data.task import Task
@@ -52,12 +51,13 @@ def tokenizer(cfg, vocab: Vocab | None = None) -> VocabularyTokenizer:
 
 def read_rows(
     path: str, text_field: str, label_field: str, max_row_chars: int
-) -> list[tuple[str, str]]:
+) -> Iterator[tuple[str, str]]:
     """(text, label) pairs from a CSV file with a header row, or a JSONL file, read a row at
-    a time: a row longer than `max_row_chars` is refused once that many characters of it were
-    read, as is a label that is not a class name (`_check_label`)."""
+    a time (a stream: nothing is kept): a row longer than `max_row_chars` is refused once
+    that many characters of it were read, as is a label that is not a class name
+    (`_check_label`)."""
     try:
-        return _read_rows(path, text_field, label_field, max_row_chars)
+        yield from _read_rows(path, text_field, label_field, max_row_chars)
     except (UnicodeDecodeError, csv.Error, json.JSONDecodeError) as err:
         kind = "CSV" if Path(path).suffix.lower() == ".csv" else "JSONL"
         raise ConfigError(
@@ -67,8 +67,7 @@ def read_rows(
 
 def _read_rows(
     path: str, text_field: str, label_field: str, max_row_chars: int
-) -> list[tuple[str, str]]:
-    rows = []
+) -> Iterator[tuple[str, str]]:
     with (
         open(path, encoding=records.ENCODING, newline="") as handle,
         records.csv_fields_up_to(max_row_chars),
@@ -92,10 +91,7 @@ def _read_rows(
                 )
             label = str(record[label_field])
             _check_label(label, f"row {number} (line {lines.line}) of {path}", label_field)
-            rows.append((str(record[text_field]), label))
-    if len(rows) < 4:
-        raise ConfigError(f"task.path: {path} holds {len(rows)} rows; expected at least 4")
-    return rows
+            yield str(record[text_field]), label
 
 
 def _records(lines: RecordLines, is_csv: bool, path: str) -> Iterator[tuple[int, object]]:
@@ -154,8 +150,8 @@ class TextClsTask(TaskSection):
         ge=2,
         le=MAX_SEQUENCE_LENGTH,
         description="Tokens of a text fed to the model (longer texts are cut, and counted: "
-        "`truncated_texts`); unset: the `length_percentile`-th percentile of the file's texts "
-        "(IMDB: 200).",
+        "`truncated_texts`); unset: the `length_percentile`-th percentile of the training "
+        "texts' (IMDB: 200).",
     )
     length_percentile: float = Field(
         99.0, gt=0.0, le=100.0, description="The percentile the default length comes from."
@@ -172,6 +168,19 @@ class TextClsTask(TaskSection):
         ge=2,
         description="The most distinct labels (classes): past it the file is refused "
         "before training.",
+    )
+    tokenizer_sample: int = Field(
+        300_000,
+        ge=100,
+        description="The vocabulary (and the default length) is learnt from a random sample "
+        "of this many training rows (every row of a smaller file): its time and memory do not "
+        "grow with the file.",
+    )
+    max_eval_rows: int = Field(
+        5_000,
+        ge=1,
+        description="The most rows of the validation split, and of the test split: for a "
+        "large file `val_fraction` and `test_fraction` are lowered to keep about this many.",
     )
 
     @field_validator("path")
@@ -193,76 +202,57 @@ class TextClsTask(TaskSection):
         return self
 
     def build(self) -> Task:
-        """Tokenize, build the vocabulary on the training rows, encode and split.
-
-        Rows are split by what the model is fed, their tokens cut to `max_length`:
-        texts that read the same once tokenized ("good movie!", "Good  movie !", or
-        two texts alike up to the cut) all go to one split, so no validation or test
-        input is a training input.
-        """
+        """Stream the file into the cached corpus (`experiments.data.label_corpus`): rows
+        split by what the model is fed, their tokens cut to `max_length` (texts that read
+        the same once tokenized, "good movie!", "Good  movie !", or two texts alike up to
+        the cut, all go to one split, so no validation or test input is a training input);
+        the vocabulary and the default length from the training rows (a bounded sample of
+        them); the training rows in a token store, fed in length-bucketed batches."""
         if self.source == "imdb":
             return _imdb(self)
-        rows = read_rows(self.path, self.text_field, self.label_field, self.max_row_chars)
-        class_names = sorted({label for _, label in rows})
-        if len(class_names) < 2:  # one class: test accuracy 1.000, whatever the model learns
-            raise ConfigError(
-                f"task.label_field: the {self.label_field!r} values of {self.path}; expected "
-                "at least 2 classes (a classifier of one class scores 1.000 whatever it "
-                f"learns; is task.label_field the label column?). Received: "
-                f"{len(class_names)} class(es) {shown(class_names)} in {len(rows)} rows"
-            )
-        if len(class_names) > self.max_labels:
-            raise ConfigError(
-                f"task.max_labels: {self.path} holds {len(class_names)} distinct "
-                f"{self.label_field!r} values (labels); expected at most task.max_labels="
-                f"{self.max_labels} (raise it to train on them all, or check task.label_field)"
-            )
         rules = tokenizer(self)
-        whole = [rules.tokenize(text) for text, _ in rows]
-        length = self.max_length or _percentile(whole, self.length_percentile)
-        tokens = [t[:length] for t in whole]
-        keys = [tuple(t) for t in tokens]
-        if len(set(keys)) < 4:
-            raise ConfigError(
-                f"task.path: {self.path} holds {len(set(keys))} distinct texts (of {len(rows)} "
-                f"rows, compared by their first {length} tokens); expected at least 4, "
-                "for training, validation and test splits of their own"
-            )
-        index = {label: i for i, label in enumerate(class_names)}
-        labels = np.array([index[label] for _, label in rows], dtype="int32")
-        rng = np.random.default_rng(self.seed)
-        order = np.arange(len(rows))
-        placeholder = Split(order[:, None], labels)
-        train, val, test, probes = make_splits(placeholder, self, rng, keys)
-        counts = Counter(t for i in train.x[:, 0] for t in tokens[i])
-        vocab = Vocab(
-            [t for t, _ in counts.most_common(self.max_vocab - len(SPECIALS))], joiner=" "
+        fields = (self.text_field, self.label_field)
+        built = label_corpus.load_or_build(
+            self.path,
+            label_corpus.Settings(
+                fields=fields,
+                seed=self.seed,
+                val_fraction=self.val_fraction,
+                test_fraction=self.test_fraction,
+                max_eval_rows=self.max_eval_rows,
+                sample_rows=self.tokenizer_sample,
+                max_row_chars=self.max_row_chars,
+                max_length=self.max_length,
+                length_percentile=self.length_percentile,
+                max_vocab=self.max_vocab,
+                max_labels=self.max_labels,
+                tokenizer_key={"pattern": TOKEN_PATTERN, "lowercase": self.lowercase},
+                tokenize=rules.tokenize,
+                encoder=lambda vocab: rules.replace(vocabulary=vocab.tokens),
+            ),
+            lambda: read_rows(self.path, *fields, self.max_row_chars),
+            "task.path",
         )
-        words = rules.replace(vocabulary=vocab.tokens)
-        # `words.encode` of each text
-        x = pad([words.token_ids(t) for t in tokens], length)
-        encoded = [Split(x[s.x[:, 0]], s.y) for s in (train, val, test, probes)]
+        meta, length = built.meta, built.meta["max_length"]
+        words = rules.replace(vocabulary=built.vocab.tokens)
         return Task(
             self.name,
             kinds.get("classification"),
-            vocab,
-            *encoded,
-            class_names=class_names,
+            built.vocab,
+            built.train,
+            built.val,
+            built.test,
+            built.test.take(slice(0, self.num_probes)),
+            class_names=built.class_names,
             tokenizer=words,
-            duplicate_rows=duplicate_count(keys),
+            duplicate_rows=meta["duplicate_rows"],
             data_counts={
-                "truncated_texts": sum(len(t) > length for t in whole),
+                "truncated_texts": meta["truncated_texts"],
                 "max_length": int(length),
+                "tokenizer_sample_rows": meta["sample_rows"],
             },
             max_input_tokens=int(length),
         )
-
-
-def _percentile(tokens: list[list[str]], percentile: float) -> int:
-    """The `percentile`-th percentile of the texts' token counts, in [2, MAX_SEQUENCE_LENGTH]
-    (a text of no token is one `<unk>`)."""
-    value = int(np.ceil(np.percentile([max(1, len(t)) for t in tokens], percentile)))
-    return min(max(2, value), MAX_SEQUENCE_LENGTH)
 
 
 def _imdb(cfg) -> Task:

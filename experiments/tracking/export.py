@@ -36,7 +36,7 @@ import mlflow
 from experiments import backends
 from experiments.errors import ConfigError
 from experiments.tracking import resilient, serving, store
-from experiments.tracking.text_model import copies
+from experiments.tracking.text_model import copies, current_names
 
 FORMATS = ("savedmodel", "keras")
 
@@ -76,7 +76,9 @@ def export_run(
             if fmt == "keras":
                 shutil.copyfile(keras_file, target)
             else:
-                width = beam_width or int(card.get("generate", {}).get("beam_width", 4))
+                width = beam_width or int(
+                    current_names(card.get("generate", {})).get("num_beams", 4)
+                )
                 serving.export_savedmodel(resilient.load_keras(keras_file), card, target, width)
     return out
 

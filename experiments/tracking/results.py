@@ -118,15 +118,36 @@ def table(rows: list[dict], columns: list[str], headers: dict | None = None) -> 
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
 
 
+# A sweep point's budget: its mean epoch and its model's size (`sweep._summary_row`).
+BUDGET = {"mean_epoch_seconds": "s/epoch", "model_parameters": "params"}
+
+
 def test_table(rows: list[dict], label: str) -> list[str]:
     """The test metrics of several runs side by side (a sweep's points): the column `label`,
-    then every `test_` metric but the per-length ones, the baseline's, and `best_epoch`."""
+    then every `test_` metric but the per-length ones, the baseline's, `best_epoch`, and the
+    budget (`s/epoch`, `params`)."""
+    keys, headers = _test_columns(rows)
+    shown = [{**r, "best_epoch": _whole(r.get("best_epoch"))} for r in rows]
+    return table(shown, [label, *keys], headers)
+
+
+def point_line(row: dict, index: int, total: int) -> str:
+    """A sweep point's result as soon as it is trained (`row`: its `test_table` row):
+    `point 1/2 model.attention.score=dot: accuracy 0.812  ...  s/epoch 1.234  params 10818`."""
+    keys, headers = _test_columns([row])
+    shown = {**row, "best_epoch": _whole(row.get("best_epoch"))}
+    pairs = "  ".join(f"{headers[k]} {number(shown[k])}" for k in keys)
+    return f"point {index}/{total} {row['point']}: {pairs}"
+
+
+def _test_columns(rows: list[dict]) -> tuple[list[str], dict]:
+    """`test_table`'s columns after the label, and their headers."""
     keys = sorted({k for r in rows for k in r if k.startswith("test_") and BUCKET not in k})
     keys += sorted({k for r in rows for k in r if k.startswith("baseline_test_")})
     keys += ["best_epoch"] if any("best_epoch" in r for r in rows) else []
-    shown = [{**r, "best_epoch": _whole(r.get("best_epoch"))} for r in rows]
+    keys += [k for k in BUDGET if any(k in r for r in rows)]
     headers = {k: k.removeprefix("test_").replace("baseline_test_", "baseline_") for k in keys}
-    return table(shown, [label, *keys], headers)
+    return keys, {**headers, **{k: v for k, v in BUDGET.items() if k in keys}}
 
 
 def _whole(value):

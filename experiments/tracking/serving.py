@@ -59,7 +59,7 @@ class ServingModel(keras.Model):
             # the card's value of every argument this sampler takes (`beam_width` overridden)
             chosen = {**options, "sampler": sampler}
             if beam_width is not None:
-                chosen["beam_width"] = int(beam_width)
+                chosen["num_beams"] = int(beam_width)
             self.sampler = card_sampler(chosen, output_vocabulary_size(card))
         self.built = True  # the trained model is built; nothing of its own to build
 

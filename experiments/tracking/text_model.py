@@ -34,11 +34,15 @@ record per string:
 Generation takes `params` (declared in the model signature): `sampler` (a
 name of `keras_attn_rnn.samplers.names()`, greedy by default),
 `max_length`, `seed`, and every argument of the registered samplers
-(`temperature`, `k`, `p`, `beam_width`, `length_penalty`, ...); their
+(`temperature`, `k`, `p`, `num_beams`, `length_penalty`, ...; the older
+`beam_width` is read as `num_beams`); their
 defaults are the run's `generate.sampler` and the samplers' own defaults,
 and the chosen sampler takes the ones it has. Bad input or
 params raise `MlflowException(INVALID_PARAMETER_VALUE)`, which the scoring
-server answers with HTTP 400 and the message.
+server answers with HTTP 400 and the message. MLflow's scoring server puts the
+whole request in front of that message (`Failed to predict data '<request>'`);
+the refusal (`Refused`) keeps the first `REQUEST_ECHO` characters of it, so a
+20,000-character input is not sent back in a 20 KB answer.
 
 What one request may cost is bounded before the model runs: at most
 `MAX_INPUTS` strings of at most `MAX_INPUT_CHARS` characters each (checked
@@ -98,9 +102,41 @@ def unknown_count(ids) -> int:
     return sum(1 for i in ids if int(i) == UNK)
 
 
+# What MLflow's scoring server (mlflow/pyfunc/scoring_server, 3.x) writes around the message
+# of an MlflowException that `predict` raises: `f"{ECHO_HEAD}{data}{ECHO_TAIL}{message}"`,
+# `data` the whole parsed request.
+ECHO_HEAD, ECHO_TAIL = "Failed to predict data '", "'. \nError: "
+REQUEST_ECHO = 200  # characters of the request an answer repeats
+
+
+class Refused(MlflowException):
+    """A refused request: HTTP 400 with its message, the request the scoring server repeats in
+    front of it (`ECHO_HEAD`) cut to `REQUEST_ECHO` characters."""
+
+    @property
+    def message(self) -> str:
+        return self._message
+
+    @message.setter
+    def message(self, value) -> None:
+        self._message = bounded_echo(str(value))
+
+
+def bounded_echo(message: str) -> str:
+    """`message` with the request the scoring server put in front of it cut to `REQUEST_ECHO`
+    characters (and its length said); any other message as it is."""
+    if not message.startswith(ECHO_HEAD) or ECHO_TAIL not in message:
+        return message
+    data, _, error = message.removeprefix(ECHO_HEAD).rpartition(ECHO_TAIL)
+    if len(data) <= REQUEST_ECHO:
+        return message
+    cut = f"{data[:REQUEST_ECHO]}... ({len(data)} characters in all)"
+    return f"{ECHO_HEAD}{cut}{ECHO_TAIL}{error}"
+
+
 def invalid(message: str) -> MlflowException:
     """An error the scoring server answers with HTTP 400 and `message`."""
-    return MlflowException(message, error_code=INVALID_PARAMETER_VALUE)
+    return Refused(message, error_code=INVALID_PARAMETER_VALUE)
 
 
 class TextCodec:
@@ -171,7 +207,9 @@ def card_tokenizer(entry: dict):
     if "class_name" in entry:
         return keras.saving.deserialize_keras_object(entry, safe_mode=True)
     legacy = dict(entry)
-    return VocabularyTokenizer(legacy.pop("tokens"), **legacy)
+    tokens = legacy.pop("tokens")
+    # a config, not a call: rules written under their old names load without a warning
+    return VocabularyTokenizer.from_config({**legacy, "vocabulary": tokens})
 
 
 def output_vocabulary_size(card: dict) -> int:
@@ -241,7 +279,7 @@ def check_attention(inputs: int, beams: int, steps: int, attended: int) -> None:
         raise invalid(
             f"a request may ask for at most {MAX_ATTENTION} attention weights (inputs x beams "
             "x max_length x attended tokens): send fewer or shorter texts, or ask for a "
-            f"smaller max_length or beam_width. Received: {inputs} inputs x {beams} beams x "
+            f"smaller max_length or num_beams. Received: {inputs} inputs x {beams} beams x "
             f"{steps} tokens x {attended} attended tokens = {weights}"
         )
 
@@ -258,12 +296,31 @@ def copies(card: dict) -> bool:
     return "copy" in card
 
 
+def read_card(path) -> dict:
+    """The text card at `path`; a damaged one (cut short, not JSON, not UTF-8, not an object)
+    raises a short `ValueError` naming the file."""
+    data = Path(path).read_bytes()
+    try:
+        card = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        problem = f"{type(err).__name__}: {str(err)[:120]}"
+    else:
+        if isinstance(card, dict):
+            return card
+        problem = f"a JSON {type(card).__name__}, not an object"
+    raise ValueError(
+        f"card.json must be the model's text card, a JSON object: this model's card.json is "
+        f"damaged (cut short or corrupted: {problem}); log the run's model again. "
+        f"Received: {len(data)} bytes at {path}"
+    )
+
+
 class TextModel(mlflow.pyfunc.PythonModel):
     """The pyfunc text model of a run (see the module docstring)."""
 
     def load_context(self, context):
         quiet_retracing()
-        self.card = json.loads(Path(context.artifacts["card"]).read_text(encoding="utf-8"))
+        self.card = read_card(context.artifacts["card"])
         self.codec = TextCodec(self.card)
         self.model = keras.saving.load_model(context.artifacts["model"], safe_mode=True)
 
@@ -302,8 +359,8 @@ class TextModel(mlflow.pyfunc.PythonModel):
 
     def options(self, params: dict | None) -> dict:
         """The generation options: the card's defaults updated with `params`."""
-        options = {"sampler": "greedy", **self.card["generate"]}
-        options.update({key: value for key, value in (params or {}).items() if key in options})
+        options = current_names({"sampler": "greedy", **self.card["generate"]})
+        options.update({key: value for key, value in requested(params, options).items()})
         length = options["max_length"]
         if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
             raise invalid(f"max_length must be an integer. Received: max_length={length!r}")
@@ -325,7 +382,7 @@ class TextModel(mlflow.pyfunc.PythonModel):
             steps = int(options["max_length"])
             longest = max(len(row) for row in ids)
             attended = longest + steps if self.card["attends_generated"] else longest
-            check_attention(len(ids), getattr(sampler, "beam_width", 1), steps, attended)
+            check_attention(len(ids), getattr(sampler, "num_beams", 1), steps, attended)
             result = generation.generate(
                 self.steps,
                 ids,
@@ -403,5 +460,40 @@ def card_sampler(options: dict, vocabulary_size: int | None = None) -> samplers.
     The card holds every option (MLflow's params schema fills them all in); the sampler's
     constructor checks the ones it takes (`vocabulary_size`: those counted in tokens)."""
     name = options["sampler"]
+    options = current_names(options)
     taken = {key: options[key] for key in samplers.arguments(name) if key in options}
     return samplers.get(name, vocabulary_size, **taken)
+
+
+def requested(params: dict | None, defaults: dict) -> dict:
+    """The options a request's `params` set (those of `defaults`, the card's), with a
+    deprecated name (`beam_width`) read as its new one: MLflow fills every declared param
+    in with its default, so the name whose value differs from the card's is the one the
+    client set (both set differently: an error)."""
+    given = dict(params or {})
+    for name in samplers.names():
+        for old, new in samplers.class_for(name).renamed_arguments.items():
+            if old not in given:
+                continue
+            value = given.pop(old)
+            default = defaults.get(new)
+            if new in given and value not in (given[new], default) and given[new] != default:
+                raise invalid(
+                    f"{new} or the deprecated {old}, not both. "
+                    f"Received: {new}={given[new]!r}, {old}={value!r}"
+                )
+            if value != default:
+                given[new] = value
+    return {key: value for key, value in given.items() if key in defaults}
+
+
+def current_names(options: dict) -> dict:
+    """`options` with the samplers' deprecated argument names (`beam_width`, in cards and
+    requests from before keras-hub's `num_beams`) under their new names; a new name given
+    too wins."""
+    options = dict(options)
+    for name in samplers.names():
+        for old, new in samplers.class_for(name).renamed_arguments.items():
+            if old in options:
+                options.setdefault(new, options.pop(old))
+    return options

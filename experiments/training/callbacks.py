@@ -123,21 +123,35 @@ class Checkpoint(keras.callbacks.Callback):
             checkpoints.prune_best(self.folder, self.early_stopping.best_epoch)
 
 
+# The experiment's Attention view (`tracking.image_view`) follows the newest images at most this
+# often, and once more when training ends: saving it reads the experiment, counts its runs with
+# images and writes its tag (~40 ms on the artifact thread; on every epoch of the bench's
+# `tracking_overhead` case, ~2 % of an epoch).
+VIEW_EVERY_SECONDS = 30.0
+
+
 class RunLogger(keras.callbacks.Callback):
     """Logs each epoch's metrics (step = 1-based epoch), heatmaps and sample generations.
 
     A new run's attention images also get step 0, the untrained model: the UI's
-    step slider starts at 0, and the alignment is seen forming from there.
+    step slider starts at 0, and the alignment is seen forming from there. The
+    experiment's Attention view is saved with a run's first images, then at most every
+    `VIEW_EVERY_SECONDS` and when training ends, on the newest images' step.
     """
 
-    def __init__(self, tracker, task, gen_cfg, heatmap_every: int, num_samples: int):
+    def __init__(
+        self, tracker, task, gen_cfg, heatmap_every: int, num_samples: int, clock=time.monotonic
+    ):
         super().__init__()
         self.tracker, self.task, self.gen_cfg = tracker, task, gen_cfg
         self.heatmap_every, self.num_samples = heatmap_every, num_samples
+        self.clock = clock
+        self.view_saved_at: float | None = None  # when the view was last saved (`clock`)
+        self.view_pending: tuple[list[str], int] | None = None  # newer images: keys, step
 
     def on_epoch_begin(self, epoch, logs=None):
         if epoch == 0:
-            log_attention_images(self.tracker, supervision.task_model(self.model), self.task, 0)
+            self.attention_images(supervision.task_model(self.model), 0)
 
     def on_epoch_end(self, epoch, logs=None):
         step = epoch + 1
@@ -145,11 +159,29 @@ class RunLogger(keras.callbacks.Callback):
         self.tracker.wait()  # the last epoch's heatmaps: normally done, errors surface here
         self.tracker.log_metrics({k: float(v) for k, v in logs.items()}, step)
         if step % self.heatmap_every == 0:
-            log_attention_images(self.tracker, model, self.task, step)
+            self.attention_images(model, step)
         rows = self.task.kind.sample_rows(model, self.task, self.gen_cfg, self.num_samples)
         if rows:  # uploaded on the artifact thread, like the images
             log = functools.partial(self.tracker.log_table, listed=False)
             self.tracker.submit(log, rows, f"samples/epoch_{step:03d}.json")
+
+    def on_train_end(self, logs=None):
+        if self.view_pending is not None:
+            self.tracker.submit(self.tracker.save_image_view, *self.view_pending)
+            self.view_pending = None
+
+    def attention_images(self, model, step: int) -> None:
+        """The probes' images at `step`, and the view on them when it is due."""
+        keys = log_attention_images(self.tracker, model, self.task, step)
+        if not keys:
+            return
+        now = self.clock()
+        if self.view_saved_at is not None and now - self.view_saved_at < VIEW_EVERY_SECONDS:
+            self.view_pending = (keys, step)
+            return
+        # after the images on the artifact thread: the view is saved once they are there
+        self.tracker.submit(self.tracker.save_image_view, keys, step)
+        self.view_saved_at, self.view_pending = now, None
 
 
 def image_key(probe: str) -> str:
@@ -157,11 +189,11 @@ def image_key(probe: str) -> str:
     return f"attention_{probe}"
 
 
-def log_attention_images(tracker, model, task, step: int) -> None:
+def log_attention_images(tracker, model, task, step: int) -> list[str]:
     """Every probe's attention at this epoch as one step of its stepped image (`attention_probe_0`):
-    the UI's image charts show a slider over the epochs, and the experiment's saved view
-    *Attention* (`tracking.image_view`) shows these images at this step. Rendered from the array with the tokens
-    drawn beside it (Pillow, no figure); the upload runs on the tracker's artifact thread."""
+    the UI's image charts show a slider over the epochs. Rendered from the array with the tokens
+    drawn beside it (Pillow, no figure); the upload runs on the tracker's artifact thread.
+    Returns the images' keys."""
     heatmaps = task.kind.probe_heatmaps(model, task, step)
     images = {
         image_key(name): plotting.attention_image(
@@ -172,13 +204,12 @@ def log_attention_images(tracker, model, task, step: int) -> None:
         for name, kwargs in heatmaps
     }
     tracker.submit(_log_images, tracker, images, step)
+    return list(images)
 
 
 def _log_images(tracker, images: dict, step: int) -> None:
     for key, image in images.items():
         tracker.log_image(image, key, step)
-    if images:  # the experiment's Attention view, at this step (`tracking.image_view`)
-        tracker.save_image_view(list(images), step)
 
 
 def log_heatmaps(tracker, model, task, folder: str, epoch: int | None = None) -> None:

@@ -82,7 +82,8 @@ def validate(cfg: ExperimentConfig | dict) -> Prepared:
             "train.batch_tokens",
             cfg.train.batch_tokens,
             f"unset for task {task.name!r}, whose training rows are generated in memory (a "
-            "token budget batches the rows of a file of pairs by length); use "
+            "token budget batches the rows a task read from a file by length: pairs, "
+            "textcls, lm); use "
             "train.batch_size",
         )
     _check_model(cfg, task)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from experiments import config as config_lib
 from experiments.errors import ConfigError
-from experiments.tracking import store
+from experiments.tracking import results, store
 from experiments.tracking.tracker import Tracker
 from experiments.training import run
 
@@ -75,6 +75,7 @@ def run_sweep(path, specs: list[str], overrides: list[str]) -> Outcome:
             _progress(index, len(points), point)
             child = run.execute(item, parent_run_id=parent.info.run_id)
             rows.append(_summary_row(client, child, point))
+            print(results.point_line(rows[-1], index, len(points)), flush=True)
             _copy_final_heatmaps(client, child, tracker, point)
         _progress(len(points), len(points), ["done"], end="\n")
         kind = prepared[0].task.kind

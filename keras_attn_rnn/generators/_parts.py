@@ -5,7 +5,6 @@ from keras import ops
 
 from keras_attn_rnn import generation
 from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
-from keras_attn_rnn.tokenizers.tokenizer import is_text
 
 
 def check_layer(name, value):
@@ -83,17 +82,11 @@ def check_preprocessor(value, kind):
 
 
 def generate(generator, inputs, max_length, options):
-    """A generator's `generate`: strings through its preprocessor
-    (`generation.generate_text`), ids through `generation.generate`."""
-    if is_text(inputs):
-        return generation.generate_text(
-            generator, generator.preprocessor, inputs, max_length, **options
-        )
-    if max_length is None:
-        raise ValueError(
-            "max_length is required when generating from ids. Received: max_length=None"
-        )
-    return generation.generate(generator, inputs, max_length, **options)
+    """A generator's `generate`: strings through its preprocessor, ids through
+    `generation.generate` (`generation.generate_any`: keras-hub's `stop_token_ids` and
+    `strip_prompt` too; with a preprocessor its start and end ids are the defaults, for
+    ids as for strings)."""
+    return generation.generate_any(generator, generator.preprocessor, inputs, max_length, **options)
 
 
 def encode(owner, encoder, prompts, start_id, parts):
@@ -124,7 +117,7 @@ def seq2seq_parts(generator, encoder, target_embedding, preprocessor, source_siz
         target_size = target_size or preprocessor.target_vocabulary_size
     check_layer("encoder", encoder)
     check_layer("target_embedding", target_embedding)
-    generator.prompt_vocab_size = vocabulary_size("source_vocab_size", encoder, source_size)
+    generator.prompt_vocab_size = vocabulary_size("source_vocabulary_size", encoder, source_size)
     generator.output_vocab_size = vocabulary_size(
-        "target_vocab_size", target_embedding, target_size
+        "target_vocabulary_size", target_embedding, target_size
     )

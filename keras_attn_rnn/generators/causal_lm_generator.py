@@ -1,12 +1,14 @@
 import keras
 from keras import ops
 
+from keras_attn_rnn import _deprecation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import SequenceAttention
 from keras_attn_rnn.preprocessors import CausalLMPreprocessor
 from keras_attn_rnn.stepping import CausalAttentionStep, _ops, causal_attention_step
 
 
+@_deprecation.renamed(old_order=("preprocessor",))
 class CausalLMGenerator:
     """Drives your own RNN language model with causal `SequenceAttention`.
 
@@ -34,26 +36,25 @@ class CausalLMGenerator:
     Prompts may have different lengths (a list of id lists, or rows
     right-padded with 0): each row continues from its own last token.
 
-    Example:
-
-    >>> from keras_attn_rnn import SequenceAttention
-    >>> from keras_attn_rnn.generators import CausalLMGenerator
-    >>> tokens = keras.Input((None,), dtype="int32")
-    >>> embedding = keras.layers.Embedding(30, 8, mask_zero=True)
-    >>> rnn = keras.layers.GRU(16, return_sequences=True)
-    >>> attention = SequenceAttention(score="general")
-    >>> head = keras.layers.Dense(30)
-    >>> h = rnn(embedding(tokens))
-    >>> context = attention([h, h], use_causal_mask=True)
-    >>> model = keras.Model(tokens, head(keras.layers.Concatenate()([h, context])))
-    >>> generator = CausalLMGenerator(embedding, rnn, attention, head)
-    >>> generator.generate([[3, 4, 5], [6]], 4).tokens.shape
-    (2, 4)
+    Examples:
+        >>> from keras_attn_rnn import SequenceAttention
+        >>> from keras_attn_rnn.generators import CausalLMGenerator
+        >>> tokens = keras.Input((None,), dtype="int32")
+        >>> embedding = keras.layers.Embedding(30, 8, mask_zero=True)
+        >>> rnn = keras.layers.GRU(16, return_sequences=True)
+        >>> attention = SequenceAttention(score="general")
+        >>> head = keras.layers.Dense(30)
+        >>> h = rnn(embedding(tokens))
+        >>> context = attention([h, h], use_causal_mask=True)
+        >>> model = keras.Model(tokens, head(keras.layers.Concatenate()([h, context])))
+        >>> generator = CausalLMGenerator(embedding, rnn, attention, head)
+        >>> generator.generate([[3, 4, 5], [6]], 4).tokens.shape
+        (2, 4)
     """
 
     is_seq2seq = False
 
-    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None, preprocessor=None):
+    def __init__(self, embedding, rnn, attention, head, vocabulary_size=None, *, preprocessor=None):
         self.preprocessor = _parts.check_preprocessor(preprocessor, CausalLMPreprocessor)
         if preprocessor is not None:
             vocabulary_size = vocabulary_size or preprocessor.tokenizer.vocabulary_size
@@ -103,11 +104,11 @@ class CausalLMGenerator:
             start_id: if set, prepended to every prompt.
 
         Returns:
-            `(logits (B, V) float32, weights (B, L) float32, cache)`: the
-            logits after each prompt's last token, that position's weights
-            over the cache (`L = P + max_length`, plus 1 with `start_id`),
-            and the cache: `states` (per RNN layer), `attention` and
-            `position` `(B,)`.
+            logits: float32 `(B, V)`, after each prompt's last token.
+            weights: float32 `(B, L)`, that position's weights over the cache
+                (`L = P + max_length`, plus 1 with `start_id`).
+            cache: a dict: `states` (per RNN layer), `attention` and `position`
+                `(B,)`.
         """
         _parts.check_built(
             [("embedding", self.embedding)]

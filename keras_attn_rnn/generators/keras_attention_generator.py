@@ -1,10 +1,16 @@
 import keras
 from keras import ops
 
+from keras_attn_rnn import _deprecation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.stepping import DecoderStep, _ops
 
 
+@_deprecation.renamed(
+    {"source_vocab_size": "source_vocabulary_size", "target_vocab_size": "target_vocabulary_size"},
+    old_order=("preprocessor",),
+    attributes={},  # the sizes are not kept under their names
+)
 class KerasAttentionGenerator:
     """Drives an encoder-decoder written with Keras's own layers alone.
 
@@ -29,31 +35,30 @@ class KerasAttentionGenerator:
         attention: the attention layer over the memory.
         head: a layer, or a list of layers applied in order, from
             `concatenate([h, context])` to the logits `(B, V)`.
-        source_vocab_size: by default the preprocessor's, else the
+        source_vocabulary_size: by default the preprocessor's, else the
             `input_dim` of the encoder's first `Embedding`.
-        target_vocab_size: by default the preprocessor's, else the
+        target_vocabulary_size: by default the preprocessor's, else the
             `input_dim` of `target_embedding`.
         preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor`:
             `generate` then takes and returns strings.
 
-    Example:
-
-    >>> from keras_attn_rnn.generators import KerasAttentionGenerator
-    >>> src = keras.Input((None,), dtype="int32")
-    >>> tin = keras.Input((None,), dtype="int32")
-    >>> memory, h, c = keras.layers.LSTM(8, return_sequences=True, return_state=True)(
-    ...     keras.layers.Embedding(20, 8, mask_zero=True)(src))
-    >>> embed_target = keras.layers.Embedding(12, 8, mask_zero=True)
-    >>> decoder_rnn = keras.layers.LSTM(8, return_sequences=True)
-    >>> hidden = decoder_rnn(embed_target(tin), initial_state=[h, c])
-    >>> attention = keras.layers.Attention()
-    >>> head = keras.layers.Dense(12)
-    >>> logits = head(keras.layers.Concatenate()([hidden, attention([hidden, memory])]))
-    >>> model = keras.Model([src, tin], logits)  # train it with model.fit
-    >>> generator = KerasAttentionGenerator(
-    ...     keras.Model(src, [memory, h, c]), embed_target, decoder_rnn, attention, head)
-    >>> generator.generate([[3, 4, 5], [6]], 5, start_id=1, eos_id=2).tokens.shape
-    (2, 5)
+    Examples:
+        >>> from keras_attn_rnn.generators import KerasAttentionGenerator
+        >>> src = keras.Input((None,), dtype="int32")
+        >>> tin = keras.Input((None,), dtype="int32")
+        >>> memory, h, c = keras.layers.LSTM(8, return_sequences=True, return_state=True)(
+        ...     keras.layers.Embedding(20, 8, mask_zero=True)(src))
+        >>> embed_target = keras.layers.Embedding(12, 8, mask_zero=True)
+        >>> decoder_rnn = keras.layers.LSTM(8, return_sequences=True)
+        >>> hidden = decoder_rnn(embed_target(tin), initial_state=[h, c])
+        >>> attention = keras.layers.Attention()
+        >>> head = keras.layers.Dense(12)
+        >>> logits = head(keras.layers.Concatenate()([hidden, attention([hidden, memory])]))
+        >>> model = keras.Model([src, tin], logits)  # train it with model.fit
+        >>> generator = KerasAttentionGenerator(
+        ...     keras.Model(src, [memory, h, c]), embed_target, decoder_rnn, attention, head)
+        >>> generator.generate([[3, 4, 5], [6]], 5, start_id=1, eos_id=2).tokens.shape
+        (2, 5)
     """
 
     is_seq2seq = True
@@ -65,12 +70,18 @@ class KerasAttentionGenerator:
         decoder_rnn,
         attention,
         head,
-        source_vocab_size=None,
-        target_vocab_size=None,
+        source_vocabulary_size=None,
+        target_vocabulary_size=None,
+        *,
         preprocessor=None,
     ):
         _parts.seq2seq_parts(
-            self, encoder, target_embedding, preprocessor, source_vocab_size, target_vocab_size
+            self,
+            encoder,
+            target_embedding,
+            preprocessor,
+            source_vocabulary_size,
+            target_vocabulary_size,
         )
         _parts.check_layer("attention", attention)
         if not isinstance(decoder_rnn, keras.layers.RNN) or decoder_rnn.go_backwards:

@@ -1,8 +1,14 @@
+from keras_attn_rnn import _deprecation
 from keras_attn_rnn.generators import _parts
 from keras_attn_rnn.layers import AttentionDecoder
 from keras_attn_rnn.stepping import AttentionDecoderStep, DecoderStep
 
 
+@_deprecation.renamed(
+    {"source_vocab_size": "source_vocabulary_size", "target_vocab_size": "target_vocabulary_size"},
+    old_order=("preprocessor",),
+    attributes={},  # the sizes are not kept under their names
+)
 class Seq2SeqGenerator:
     """Drives your own encoder-decoder built around an `AttentionDecoder`.
 
@@ -23,10 +29,10 @@ class Seq2SeqGenerator:
         decoder: the `AttentionDecoder` (trained, so built).
         head: a layer, or a list of layers applied in order, from the
             decoder's output to the logits `(B, V)`.
-        source_vocab_size: the source vocabulary; by default the
+        source_vocabulary_size: the source vocabulary; by default the
             preprocessor's, else the `input_dim` of the encoder's first
             `Embedding`.
-        target_vocab_size: the target vocabulary; by default the
+        target_vocabulary_size: the target vocabulary; by default the
             preprocessor's, else the `input_dim` of `target_embedding`.
         preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor` (the
             one your model was trained through): `generate` then takes and
@@ -38,24 +44,23 @@ class Seq2SeqGenerator:
     with the beams). With several mechanisms, `attention` reports the first
     one's alignments.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.generators import Seq2SeqGenerator
-    >>> src = keras.Input((None,), dtype="int32")
-    >>> tin = keras.Input((None,), dtype="int32")
-    >>> embed_source = keras.layers.Embedding(20, 8, mask_zero=True)
-    >>> memory, h, c = keras.layers.LSTM(16, return_sequences=True, return_state=True)(
-    ...     embed_source(src))
-    >>> embed_target = keras.layers.Embedding(12, 8, mask_zero=True)
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(16), attention_layer_size=16)
-    >>> head = keras.layers.Dense(12)
-    >>> logits = head(decoder([embed_target(tin), memory], initial_state=[h, c]))
-    >>> model = keras.Model([src, tin], logits)  # train it with model.fit
-    >>> encoder = keras.Model(src, [memory, h, c])  # the same layers
-    >>> generator = Seq2SeqGenerator(encoder, embed_target, decoder, head)
-    >>> generator.generate([[3, 4, 5], [6, 7]], 5, start_id=1, eos_id=2).tokens.shape
-    (2, 5)
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.generators import Seq2SeqGenerator
+        >>> src = keras.Input((None,), dtype="int32")
+        >>> tin = keras.Input((None,), dtype="int32")
+        >>> embed_source = keras.layers.Embedding(20, 8, mask_zero=True)
+        >>> memory, h, c = keras.layers.LSTM(16, return_sequences=True, return_state=True)(
+        ...     embed_source(src))
+        >>> embed_target = keras.layers.Embedding(12, 8, mask_zero=True)
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(16), attention_layer_size=16)
+        >>> head = keras.layers.Dense(12)
+        >>> logits = head(decoder([embed_target(tin), memory], initial_state=[h, c]))
+        >>> model = keras.Model([src, tin], logits)  # train it with model.fit
+        >>> encoder = keras.Model(src, [memory, h, c])  # the same layers
+        >>> generator = Seq2SeqGenerator(encoder, embed_target, decoder, head)
+        >>> generator.generate([[3, 4, 5], [6, 7]], 5, start_id=1, eos_id=2).tokens.shape
+        (2, 5)
     """
 
     is_seq2seq = True
@@ -66,12 +71,18 @@ class Seq2SeqGenerator:
         target_embedding,
         decoder,
         head,
-        source_vocab_size=None,
-        target_vocab_size=None,
+        source_vocabulary_size=None,
+        target_vocabulary_size=None,
+        *,
         preprocessor=None,
     ):
         _parts.seq2seq_parts(
-            self, encoder, target_embedding, preprocessor, source_vocab_size, target_vocab_size
+            self,
+            encoder,
+            target_embedding,
+            preprocessor,
+            source_vocabulary_size,
+            target_vocabulary_size,
         )
         if not isinstance(decoder, AttentionDecoder):
             raise ValueError(
@@ -94,8 +105,9 @@ class Seq2SeqGenerator:
         """Encodes the source and runs the first decoder step on `start_id`.
 
         Returns:
-            `(logits (B, V) float32, alignments (B, S) float32, cache)`; the
-            cache is the decoder's step state (a dict, batch first).
+            logits: float32 `(B, V)`, of the first target token.
+            alignments: float32 `(B, S)`.
+            cache: the decoder's step state (a dict, batch first).
         """
         memory, mask, states = _parts.encode(
             type(self).__name__,

@@ -3,11 +3,19 @@ import copy
 import keras
 from keras import ops, tree
 
-from keras_attn_rnn import _keras_compat, checks, masking, mechanisms, normalizers, scores
+from keras_attn_rnn import (
+    _keras_compat,
+    checks,
+    masking,
+    mechanisms,
+    normalizers,
+    scores,
+    serializable,
+)
 from keras_attn_rnn.layers import _common, _decoder_cells, _decoder_state, _decoder_step
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class AttentionDecoder(keras.layers.Layer):
     """An RNN cell with attention over a memory: the successor of
     `tfa.seq2seq.AttentionWrapper` + `keras.layers.RNN`.
@@ -64,30 +72,35 @@ class AttentionDecoder(keras.layers.Layer):
         normalizer: the content attention's normalizer: `"softmax"`,
             `"hardmax"`, `"sparsemax"`, `"entmax15"` or a function
             `(scores, axis) -> weights`.
-        attention: a `keras_attn_rnn.mechanisms.Mechanism` or a list of them
-            (instead of `score`, `units` and `normalizer`).
+        attention: a `keras_attn_rnn.mechanisms.Mechanism`, a mechanism name,
+            a dict of a mechanism's options with its name under `"mechanism"`
+            (`Seq2Seq`'s form; content attention without one), or a list of
+            them (instead of `score`, `units` and `normalizer`).
 
     Call arguments:
-        inputs: `[inputs (B, T, d_in), memory (B, S, d_m)]`.
-        mask: `[inputs_mask (B, T), memory_mask (B, S)]`, booleans; Keras
-            masks (`Embedding(mask_zero=True)`, `Masking`, an encoder's
-            output) flow in, with or without an `initial_state`.
-        initial_state: the cell's initial state (e.g. an encoder's `[h, c]`),
-            shaped as the cell's `state_size`; zeros by default.
-        training: whether the cell's dropout (and monotonic noise) is active.
-        return_attention_scores: also return the alignment history.
-        inputs_mask: the same as `mask`; Keras fills it from the inputs'
-            masks when the call has several tensor arguments (`mask` wins).
+        - inputs: `[inputs (B, T, d_in), memory (B, S, d_m)]`.
+        - mask: `[inputs_mask (B, T), memory_mask (B, S)]`, booleans; Keras
+              masks (`Embedding(mask_zero=True)`, `Masking`, an encoder's
+              output) flow in, with or without an `initial_state`.
+        - initial_state: the cell's initial state (e.g. an encoder's `[h, c]`),
+              shaped as the cell's `state_size`; zeros by default.
+        - training: whether the cell's dropout (and monotonic noise) is active.
+        - return_attention_scores: also return the alignment history.
+        - inputs_mask: the same as `mask`; Keras fills it from the inputs'
+              masks when the call has several tensor arguments (`mask` wins).
 
     Returns:
-        `outputs` `(B, T, d_out)` (or `(B, d_out)` without
-        `return_sequences`); with `return_state`, then the final cell state
-        tensors (flattened) and the final attention `(B, d_att)`; with
-        `return_attention_scores`, last, the float32 alignments `(B, T, S)`
-        (a list of them, one per mechanism, when there are several). `d_att`
-        is the sum over the mechanisms of the attention layer size or `d_m`;
-        `d_out` is `d_att`, the cell's output size, or their sum with
-        `output_attention="both"`.
+        outputs: `(B, T, d_out)` (or `(B, d_out)` without `return_sequences`);
+            `d_out` is `d_att`, the cell's output size, or their sum with
+            `output_attention="both"`.
+        states: the final cell state tensors (flattened), only with
+            `return_state`.
+        attention: the final attention `(B, d_att)`, only with `return_state`;
+            `d_att` is the sum over the mechanisms of the attention layer size
+            or `d_m`.
+        alignments: float32 `(B, T, S)`, last, only with
+            `return_attention_scores` (a list of them, one per mechanism, when
+            there are several).
 
     Masking: padded memory positions get weight exactly 0 at every step (a
     row with no valid position gets a zero context). At masked input steps
@@ -109,21 +122,20 @@ class AttentionDecoder(keras.layers.Layer):
     gathered, and carried through `ops.while_loop`. `step()` run `T` times
     gives the full call's results.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder, mechanisms, scores
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention_layer_size=8)
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 8), (2, 5, 7))
-    >>> two = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8),
-    ...     attention=[mechanisms.ContentAttention("general"),
-    ...                mechanisms.MonotonicAttention(scores.Additive(8))],
-    ...     attention_layer_size=[8, 4])
-    >>> keras.ops.shape(two([x, memory]))  # the attentions of both, 8 + 4
-    (2, 5, 12)
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder, mechanisms, scores
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention_layer_size=8)
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 8), (2, 5, 7))
+        >>> two = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8),
+        ...     attention=[mechanisms.ContentAttention("general"),
+        ...                mechanisms.MonotonicAttention(scores.Additive(8))],
+        ...     attention_layer_size=[8, 4])
+        >>> keras.ops.shape(two([x, memory]))  # the attentions of both, 8 + 4
+        (2, 5, 12)
 
     Reference:
         Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning
@@ -197,7 +209,7 @@ class AttentionDecoder(keras.layers.Layer):
                 )
             ]
         else:
-            self.mechanisms = [mechanisms.get(m) for m in mechanism_list]
+            self.mechanisms = [_mechanism(m) for m in mechanism_list]
             self.attention = [mechanisms.serialize(m) for m in self.mechanisms]
         single = len(sizes) == 1
         self.attention_layers = [
@@ -459,6 +471,15 @@ class AttentionDecoder(keras.layers.Layer):
             "normalizer": normalizers.serialize(self.normalizer),
             "attention": self.attention,
         }
+
+
+def _mechanism(identifier):
+    """A mechanism from a name, an instance, a Keras config, or a dict of options with
+    its name under `"mechanism"` (content attention without one): `Seq2Seq`'s form."""
+    if isinstance(identifier, dict) and "class_name" not in identifier:
+        options = dict(identifier)
+        return mechanisms.get(options.pop("mechanism", "content"), **options)
+    return mechanisms.get(identifier)
 
 
 def _as_list(attention):

@@ -2,13 +2,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import checks, masking, normalizers, scores
+from keras_attn_rnn import checks, masking, normalizers, scores, serializable
 from keras_attn_rnn.layers import _common
 
 QUERY_SOURCES = ("learned", "fixed", "external")
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class AttentionPooling(keras.layers.Layer):
     """Attention pooling: a weighted sum of RNN states under one query.
 
@@ -30,26 +30,25 @@ class AttentionPooling(keras.layers.Layer):
             function `(scores, axis) -> weights`.
 
     Call arguments:
-        inputs: `sequence` `(B, T, D)`, or `[sequence, query]` with query
-            `(B, d_q)` when `query="external"`.
-        mask: boolean `(B, T)` mask of the sequence (or `[mask, None]`).
-        training: whether dropout is active.
-        return_attention_scores: also return the weights.
+        - inputs: `sequence` `(B, T, D)`, or `[sequence, query]` with query
+              `(B, d_q)` when `query="external"`.
+        - mask: boolean `(B, T)` mask of the sequence (or `[mask, None]`).
+        - training: whether dropout is active.
+        - return_attention_scores: also return the weights.
 
     Returns:
-        `(B, D)`, and the float32 weights `(B, T)` when
-        `return_attention_scores=True`.
+        pooled: `(B, D)`.
+        weights: float32 `(B, T)`, only when `return_attention_scores=True`.
 
     Masked positions get weight exactly 0; a sequence with every position
     masked pools to zeros. Keras masks (from `Embedding(mask_zero=True)`)
     flow in; the pooled output carries no mask.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionPooling
-    >>> x = keras.random.normal((2, 7, 16))
-    >>> keras.ops.shape(AttentionPooling()(x))
-    (2, 16)
+    Examples:
+        >>> from keras_attn_rnn import AttentionPooling
+        >>> x = keras.random.normal((2, 7, 16))
+        >>> keras.ops.shape(AttentionPooling()(x))
+        (2, 16)
 
     Reference:
         Yang et al., 2016, "Hierarchical Attention Networks for Document

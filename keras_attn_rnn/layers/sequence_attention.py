@@ -1,11 +1,11 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks, masking, normalizers, scores
+from keras_attn_rnn import checks, masking, normalizers, scores, serializable
 from keras_attn_rnn.layers import _common
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class SequenceAttention(keras.layers.Layer):
     """Attention of every query position over a sequence, with any score.
 
@@ -26,29 +26,29 @@ class SequenceAttention(keras.layers.Layer):
             function `(scores, axis) -> weights`.
 
     Call arguments:
-        inputs: `[query (B, Tq, d_q), value (B, Tv, d_v)]` or
-            `[query, value, key (B, Tv, d_k)]`; `key` defaults to `value`.
-        mask: `[query_mask (B, Tq), value_mask (B, Tv)]`, booleans.
-        training: whether dropout is active.
-        return_attention_scores: also return the weights.
-        use_causal_mask: query `i` only sees keys `j <= i`.
-        cache: the decoding cache from `init_cache(value, key)`: a dict of
-            the prepared keys `(B, L, d')` and the values `(B, L, d_v)`, or
-            of the values alone when they are the keys.
-            With a cache, `inputs` is the query alone (the cache is read as
-            is) or, with `cache_update_index`, `[query, value(, key)]` of the
-            new positions.
-        cache_update_index: where the new positions' keys and values are
-            written into the cache: an int, or a `(B,)` tensor (one position
-            per row); it is also the absolute position of the first query
-            for the causal and window masks.
-        inputs_mask: the same as `mask`; Keras fills it from the inputs'
-            masks when a `cache` is passed too (`mask` wins).
+        - inputs: `[query (B, Tq, d_q), value (B, Tv, d_v)]` or
+              `[query, value, key (B, Tv, d_k)]`; `key` defaults to `value`.
+        - mask: `[query_mask (B, Tq), value_mask (B, Tv)]`, booleans.
+        - training: whether dropout is active.
+        - return_attention_scores: also return the weights.
+        - use_causal_mask: query `i` only sees keys `j <= i`.
+        - cache: the decoding cache from `init_cache(value, key)`: a dict of
+              the prepared keys `(B, L, d')` and the values `(B, L, d_v)`, or
+              of the values alone when they are the keys.
+              With a cache, `inputs` is the query alone (the cache is read as
+              is) or, with `cache_update_index`, `[query, value(, key)]` of the
+              new positions.
+        - cache_update_index: where the new positions' keys and values are
+              written into the cache: an int, or a `(B,)` tensor (one position
+              per row); it is also the absolute position of the first query
+              for the causal and window masks.
+        - inputs_mask: the same as `mask`; Keras fills it from the inputs'
+              masks when a `cache` is passed too (`mask` wins).
 
     Returns:
-        context `(B, Tq, d_v)`, and the float32 weights `(B, Tq, Tv)` when
-        `return_attention_scores=True`; with a `cache`, then the updated
-        cache last.
+        context: `(B, Tq, d_v)`.
+        weights: float32 `(B, Tq, Tv)`, only when `return_attention_scores=True`.
+        cache: the updated cache, last, only when called with a `cache`.
 
     Masked keys get weight exactly 0; a query whose every key is masked gets
     a zero context. Outputs at masked query positions are zero, and the
@@ -58,28 +58,27 @@ class SequenceAttention(keras.layers.Layer):
     projected once, when written into the cache; each step attends over the
     cache (`value_mask` then masks cache positions) and returns it updated.
 
-    Example:
+    Examples:
+        >>> from keras_attn_rnn import SequenceAttention
+        >>> q = keras.random.normal((2, 4, 8))
+        >>> v = keras.random.normal((2, 6, 8))
+        >>> keras.ops.shape(SequenceAttention(score="general")([q, v]))
+        (2, 4, 8)
 
-    >>> from keras_attn_rnn import SequenceAttention
-    >>> q = keras.random.normal((2, 4, 8))
-    >>> v = keras.random.normal((2, 6, 8))
-    >>> keras.ops.shape(SequenceAttention(score="general")([q, v]))
-    (2, 4, 8)
+        Causal self-attention, one new position at a time:
 
-    Causal self-attention, one new position at a time:
-
-    >>> layer = SequenceAttention(score="dot")
-    >>> h = keras.random.normal((2, 5, 8))
-    >>> full = layer([h, h], use_causal_mask=True)
-    >>> cache = layer.init_cache(keras.ops.zeros((2, 5, 8)))
-    >>> for t in range(5):
-    ...     h_t = h[:, t : t + 1]
-    ...     out, cache = layer([h_t, h_t], cache=cache, cache_update_index=t,
-    ...                        use_causal_mask=True)
-    >>> keras.ops.shape(out)
-    (2, 1, 8)
-    >>> bool(keras.ops.all(keras.ops.isclose(out[:, 0], full[:, -1], atol=1e-5)))
-    True
+        >>> layer = SequenceAttention(score="dot")
+        >>> h = keras.random.normal((2, 5, 8))
+        >>> full = layer([h, h], use_causal_mask=True)
+        >>> cache = layer.init_cache(keras.ops.zeros((2, 5, 8)))
+        >>> for t in range(5):
+        ...     h_t = h[:, t : t + 1]
+        ...     out, cache = layer([h_t, h_t], cache=cache, cache_update_index=t,
+        ...                        use_causal_mask=True)
+        >>> keras.ops.shape(out)
+        (2, 1, 8)
+        >>> bool(keras.ops.all(keras.ops.isclose(out[:, 0], full[:, -1], atol=1e-5)))
+        True
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural

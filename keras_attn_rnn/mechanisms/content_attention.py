@@ -1,10 +1,8 @@
-import keras
-
-from keras_attn_rnn import scores
+from keras_attn_rnn import scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class ContentAttention(Mechanism):
     """Content-based attention: `a = normalizer(score(query, keys))`, no state.
 
@@ -22,25 +20,24 @@ class ContentAttention(Mechanism):
             a function `(scores, axis) -> weights`.
 
     Call arguments:
-        query: `(B, d_q)`, the decoder's cell output.
-        prepared_keys: `prepare_keys(memory)`.
-        memory: `(B, S, d_m)`.
-        memory_mask: `(B, S)` bool, or None.
-        state: `{}`.
+        - query: `(B, d_q)`, the decoder's cell output.
+        - prepared_keys: `prepare_keys(memory)`.
+        - memory: `(B, S, d_m)`.
+        - memory_mask: `(B, S)` bool, or None.
+        - state: `{}`.
 
     Returns:
         float32 alignments `(B, S)` (exact zeros on masked keys) and `{}`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import ContentAttention
-    >>> decoder = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8), attention=ContentAttention("general", normalizer="sparsemax"))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import ContentAttention
+        >>> decoder = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8), attention=ContentAttention("general", normalizer="sparsemax"))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Bahdanau et al., 2015; Luong et al., 2015.

@@ -1,11 +1,10 @@
-import keras
 from keras import ops
 
-from keras_attn_rnn import checks, scores
+from keras_attn_rnn import checks, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class CoverageAttention(Mechanism):
     """Additive attention with a coverage vector (See et al., 2017, pointer-generator).
 
@@ -29,15 +28,14 @@ class CoverageAttention(Mechanism):
         float32 alignments `(B, S)` and the state `{"coverage"}` (the sum of
         the alignments so far, this step's included).
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import CoverageAttention
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=CoverageAttention(16))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import CoverageAttention
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=CoverageAttention(16))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         See et al., 2017, "Get To The Point: Summarization with

@@ -1,9 +1,8 @@
 import math
 
-import keras
 from keras import ops
 
-from keras_attn_rnn import checks, scores
+from keras_attn_rnn import checks, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 # The prior's floor before its log (Battenberg et al.'s `max(p, 1e-6)`): a position the
@@ -11,7 +10,7 @@ from keras_attn_rnn.mechanisms.mechanism import Mechanism
 PRIOR_FLOOR = 1e-6
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class DynamicConvolutionAttention(Mechanism):
     """Dynamic convolution attention (DCA; Battenberg et al., 2020).
 
@@ -64,16 +63,15 @@ class DynamicConvolutionAttention(Mechanism):
     Returns (call):
         float32 alignments `(B, S)` and the state `{"alignments": (B, S)}`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import DynamicConvolutionAttention
-    >>> decoder = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8), attention=DynamicConvolutionAttention(16))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import DynamicConvolutionAttention
+        >>> decoder = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8), attention=DynamicConvolutionAttention(16))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Battenberg et al., 2020, "Location-Relative Attention Mechanisms For

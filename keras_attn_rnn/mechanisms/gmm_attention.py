@@ -1,9 +1,8 @@
 import math
 
-import keras
 from keras import ops
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import checks, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism, softplus_inverse
 
 VERSIONS = ("v2", "v2b")
@@ -14,7 +13,7 @@ DIRECTIONS = ("forward", "backward")
 WIDTH_FLOOR = 0.01
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class GMMAttention(Mechanism):
     """Gaussian mixture (GMM) attention (Graves, 2013; Battenberg et al., 2020's GMMv2b).
 
@@ -73,15 +72,14 @@ class GMMAttention(Mechanism):
     Returns (call):
         float32 alignments `(B, S)` and the state `{"means": (B, K)}`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import GMMAttention
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=GMMAttention(16))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import GMMAttention
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=GMMAttention(16))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Graves, 2013, "Generating Sequences With Recurrent Neural Networks",

@@ -1,11 +1,10 @@
-import keras
 from keras import ops
 
-from keras_attn_rnn import checks, scores
+from keras_attn_rnn import checks, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class LocalPredictiveAttention(Mechanism):
     """Luong's local-p attention: a predicted centre and a Gaussian window around it.
 
@@ -37,16 +36,15 @@ class LocalPredictiveAttention(Mechanism):
     Returns (call):
         float32 alignments `(B, S)` and `{}`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import LocalPredictiveAttention
-    >>> decoder = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8), attention=LocalPredictiveAttention("general", window=3))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import LocalPredictiveAttention
+        >>> decoder = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8), attention=LocalPredictiveAttention("general", window=3))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks, masking, normalizers, scores
+from keras_attn_rnn import checks, masking, normalizers, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism, softplus_inverse
 
 # The building blocks of the mean, in the order of `block_kernel`'s columns.
@@ -11,7 +11,7 @@ BLOCKS = ("previous_mean", "diagonal", "single_step", "mean_content", "bias")
 LEAK = 0.01
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class LocationAttention(Mechanism):
     """Location attention mixed with content attention (Dubois et al., 2020).
 
@@ -84,15 +84,14 @@ class LocationAttention(Mechanism):
         float32 alignments `(B, S)` and the state `{"mean": (B, 1), "step":
         (B, 1)}` (float32).
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import LocationAttention
-    >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=LocationAttention(16))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import LocationAttention
+        >>> decoder = AttentionDecoder(keras.layers.LSTMCell(8), attention=LocationAttention(16))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Dubois, Dagan, Hupkes and Bruni, 2020, "Location Attention for

@@ -1,13 +1,12 @@
-import keras
 from keras import ops
 
-from keras_attn_rnn import checks, scores
+from keras_attn_rnn import checks, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 LOCATION_FEATURES = ("previous", "cumulative", "both")
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class LocationSensitiveAttention(Mechanism):
     """Location-sensitive attention (Chorowski et al., 2015; Tacotron 2's attention).
 
@@ -40,16 +39,15 @@ class LocationSensitiveAttention(Mechanism):
     Returns (call):
         float32 alignments `(B, S)` and the state `{"alignments", "cumulative"}`.
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder
-    >>> from keras_attn_rnn.mechanisms import LocationSensitiveAttention
-    >>> decoder = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8), attention=LocationSensitiveAttention(16, kernel_size=7))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder
+        >>> from keras_attn_rnn.mechanisms import LocationSensitiveAttention
+        >>> decoder = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8), attention=LocationSensitiveAttention(16, kernel_size=7))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Chorowski et al., 2015, "Attention-Based Models for Speech

@@ -2,13 +2,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _random, checks, scores
+from keras_attn_rnn import _random, checks, scores, serializable
 from keras_attn_rnn.mechanisms.mechanism import Mechanism
 
 MODES = ("parallel", "recursive", "hard")
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class MonotonicAttention(Mechanism):
     """Monotonic attention (Raffel et al., 2017), exactly as TensorFlow Addons computes it.
 
@@ -47,16 +47,15 @@ class MonotonicAttention(Mechanism):
         `{"alignments": ...}` (plus, when `sigmoid_noise > 0`, the batch's
         noise seed and each row's step count).
 
-    Example:
-
-    >>> from keras_attn_rnn import AttentionDecoder, scores
-    >>> from keras_attn_rnn.mechanisms import MonotonicAttention
-    >>> decoder = AttentionDecoder(
-    ...     keras.layers.LSTMCell(8), attention=MonotonicAttention(scores.Additive(8)))
-    >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
-    >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
-    >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
-    ((2, 5, 6), (2, 5, 7))
+    Examples:
+        >>> from keras_attn_rnn import AttentionDecoder, scores
+        >>> from keras_attn_rnn.mechanisms import MonotonicAttention
+        >>> decoder = AttentionDecoder(
+        ...     keras.layers.LSTMCell(8), attention=MonotonicAttention(scores.Additive(8)))
+        >>> x, memory = keras.random.normal((2, 5, 4)), keras.random.normal((2, 7, 6))
+        >>> outputs, alignments = decoder([x, memory], return_attention_scores=True)
+        >>> keras.ops.shape(outputs), keras.ops.shape(alignments)
+        ((2, 5, 6), (2, 5, 7))
 
     Reference:
         Raffel et al., 2017, "Online and Linear-Time Attention by Enforcing

@@ -10,7 +10,7 @@ class TokenEncoder(keras.layers.Layer):
     """`tokens -> Embedding(mask_zero) -> dropout -> RNN -> (dropout -> RNN)...`.
 
     Args:
-        vocab_size, embedding_dim: of the embedding (id 0 is padding).
+        vocabulary_size, embedding_dim: of the embedding (id 0 is padding).
         rnn: `"lstm"` or `"gru"`.
         units: RNN size (per direction when bidirectional).
         num_layers: number of stacked RNN layers.
@@ -26,7 +26,7 @@ class TokenEncoder(keras.layers.Layer):
 
     def __init__(
         self,
-        vocab_size,
+        vocabulary_size,
         embedding_dim,
         rnn,
         units,
@@ -41,7 +41,7 @@ class TokenEncoder(keras.layers.Layer):
         self.return_state = return_state
         dtype = self.dtype_policy
         self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, mask_zero=True, dtype=dtype, name=embedding_name
+            vocabulary_size, embedding_dim, mask_zero=True, dtype=dtype, name=embedding_name
         )
         self.rnn_layers = []
         for i in range(num_layers):

@@ -20,6 +20,26 @@ def check_bool(name, value):
         raise ValueError(f"{name} must be True or False. Received: {name}={value!r}")
 
 
+def attention_dict(attention):
+    """A `Seq2Seq`'s `attention` in its dict form: a mechanism name (`"monotonic"`) is
+    `{"mechanism": name}`, a `Mechanism` instance the dict of its registered name and its
+    constructor arguments (its configuration; not its weights); a dict or None as given.
+    The forms `AttentionDecoder(attention=...)` takes too."""
+    if isinstance(attention, str):
+        return {"mechanism": attention}
+    if isinstance(attention, mechanisms.Mechanism):
+        name = mechanisms.REGISTRY.name_of(attention)
+        if name is None:
+            raise ValueError(
+                "attention must be a registered mechanism (see keras_attn_rnn.mechanisms."
+                f"names()) to be saved in a model's config. Received: attention={attention!r}"
+            )
+        accepted = mechanisms.REGISTRY.arguments(name)
+        config = attention.get_config()
+        return {"mechanism": name, **{key: config[key] for key in accepted if key in config}}
+    return attention
+
+
 def attention_options(attention, defaults, mechanism_options=False):
     """`attention` (a dict or None) merged over `defaults`; unknown keys raise.
 

@@ -1,6 +1,6 @@
 import keras
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import _deprecation, checks, serializable
 from keras_attn_rnn.layers import AttentionPooling
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
@@ -16,12 +16,25 @@ _ATTENTION_DEFAULTS = {
 }
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(
+    {"vocab_size": "vocabulary_size"},
+    old_order=(
+        "embedding_dim",
+        "rnn",
+        "units",
+        "bidirectional",
+        "num_layers",
+        "attention",
+        "dropout",
+        "preprocessor",
+    ),
+)
 class AttentiveClassifier(AttentiveModel):
     """Sequence classifier: embedding, (bi)RNN stack, attention pooling, logits.
 
     Args:
-        vocab_size: number of token ids; id 0 is padding (default: the
+        vocabulary_size: number of token ids; id 0 is padding (default: the
             preprocessor's tokenizer's).
         num_classes: number of classes (default: the preprocessor's labels).
         embedding_dim: size of the token embeddings.
@@ -40,23 +53,23 @@ class AttentiveClassifier(AttentiveModel):
             texts (and class names).
 
     Call arguments:
-        tokens: int `(B, T)`, padded with 0.
-        training: whether dropout is active.
-        return_attention_scores: also return the pooling weights.
+        - tokens: int `(B, T)`, padded with 0.
+        - training: whether dropout is active.
+        - return_attention_scores: also return the pooling weights.
 
     Returns:
-        logits `(B, num_classes)` (no softmax), and the float32 attention
-        weights `(B, T)` when `return_attention_scores=True`.
+        logits: `(B, num_classes)` (no softmax).
+        weights: float32 attention weights `(B, T)`, only when
+            `return_attention_scores=True`.
 
     Padding positions (id 0) are masked in the RNNs and get attention weight
     exactly 0.
 
-    Example:
-
-    >>> from keras_attn_rnn.models import AttentiveClassifier
-    >>> model = AttentiveClassifier(vocab_size=30, num_classes=3, units=8)
-    >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
-    (2, 3)
+    Examples:
+        >>> from keras_attn_rnn.models import AttentiveClassifier
+        >>> model = AttentiveClassifier(vocabulary_size=30, num_classes=3, units=8)
+        >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
+        (2, 3)
 
     Reference:
         Yang et al., 2016, "Hierarchical Attention Networks for Document
@@ -67,8 +80,9 @@ class AttentiveClassifier(AttentiveModel):
 
     def __init__(
         self,
-        vocab_size=None,
+        vocabulary_size=None,
         num_classes=None,
+        *,
         embedding_dim=64,
         rnn="lstm",
         units=64,
@@ -79,13 +93,13 @@ class AttentiveClassifier(AttentiveModel):
         preprocessor=None,
         **kwargs,
     ):
-        vocab_size, num_classes = self.sizes(
+        vocabulary_size, num_classes = self.sizes(
             preprocessor,
-            vocab_size=(vocab_size, lambda p: p.tokenizer.vocabulary_size),
+            vocabulary_size=(vocabulary_size, lambda p: p.tokenizer.vocabulary_size),
             num_classes=(num_classes, lambda p: None if p.labels is None else len(p.labels)),
         )
         _utils.check_sizes(
-            vocab_size=vocab_size,
+            vocabulary_size=vocabulary_size,
             num_classes=num_classes,
             embedding_dim=embedding_dim,
             units=units,
@@ -97,7 +111,7 @@ class AttentiveClassifier(AttentiveModel):
         options = _utils.attention_options(attention, _ATTENTION_DEFAULTS)
         super().__init__(**kwargs)
         self.preprocessor = preprocessor
-        self.vocab_size = vocab_size
+        self.vocabulary_size = vocabulary_size
         self.num_classes = num_classes
         self.embedding_dim = embedding_dim
         self.rnn = rnn
@@ -108,7 +122,7 @@ class AttentiveClassifier(AttentiveModel):
         self.dropout = dropout
         dtype = self.dtype_policy
         self.encoder = TokenEncoder(
-            vocab_size,
+            vocabulary_size,
             embedding_dim,
             rnn,
             units,
@@ -149,7 +163,7 @@ class AttentiveClassifier(AttentiveModel):
     def get_config(self):
         return {
             **self.base_config(),
-            "vocab_size": self.vocab_size,
+            "vocabulary_size": self.vocabulary_size,
             "num_classes": self.num_classes,
             "embedding_dim": self.embedding_dim,
             "rnn": self.rnn,

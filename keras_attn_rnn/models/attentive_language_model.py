@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import checks
+from keras_attn_rnn import _deprecation, checks, serializable
 from keras_attn_rnn.layers import SequenceAttention
 from keras_attn_rnn.models import _utils
 from keras_attn_rnn.models._base import AttentiveModel
@@ -12,7 +12,19 @@ from keras_attn_rnn.stepping import CausalAttentionStep, causal_attention_step
 _ATTENTION_DEFAULTS = {"score": "dot", "units": None, "window": None, "normalizer": "softmax"}
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(
+    {"vocab_size": "vocabulary_size"},
+    old_order=(
+        "embedding_dim",
+        "units",
+        "rnn",
+        "num_layers",
+        "attention",
+        "dropout",
+        "preprocessor",
+    ),
+)
 class AttentiveLanguageModel(AttentiveModel):
     """RNN language model that attends over its own past hidden states.
 
@@ -21,7 +33,7 @@ class AttentiveLanguageModel(AttentiveModel):
     Dense named `attention_layer`) feeds the next-token logits.
 
     Args:
-        vocab_size: number of token ids; id 0 is padding (default: the
+        vocabulary_size: number of token ids; id 0 is padding (default: the
             preprocessor's tokenizer's).
         embedding_dim: size of the token embeddings.
         units: size of the RNN states (and of the combined vector).
@@ -38,13 +50,13 @@ class AttentiveLanguageModel(AttentiveModel):
             as strings (it returns each prompt with its continuation).
 
     Call arguments:
-        tokens: int `(B, T)`, right-padded with 0.
-        training: whether dropout is active.
-        return_attention_scores: also return the attention weights.
+        - tokens: int `(B, T)`, right-padded with 0.
+        - training: whether dropout is active.
+        - return_attention_scores: also return the attention weights.
 
     Returns:
-        logits `(B, T, vocab_size)` for the token after each position, and
-        the float32 weights `(B, T, T)` when `return_attention_scores=True`.
+        logits: `(B, T, vocabulary_size)`, for the token after each position.
+        weights: float32 `(B, T, T)`, only when `return_attention_scores=True`.
 
     Padding positions (id 0) are masked in the RNN and are never attended.
 
@@ -55,12 +67,11 @@ class AttentiveLanguageModel(AttentiveModel):
     weights, cache = model.next_logits(token, cache)` is then one RNN step
     plus one cached attention step of `SequenceAttention`.
 
-    Example:
-
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> model = AttentiveLanguageModel(vocab_size=30, units=16)
-    >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
-    (2, 5, 30)
+    Examples:
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> model = AttentiveLanguageModel(vocabulary_size=30, units=16)
+        >>> keras.ops.shape(model(keras.ops.ones((2, 5), "int32")))
+        (2, 5, 30)
 
     Reference:
         Daniluk et al., 2017, "Frustratingly Short Attention Spans in Neural
@@ -72,9 +83,10 @@ class AttentiveLanguageModel(AttentiveModel):
 
     def __init__(
         self,
-        vocab_size=None,
+        vocabulary_size=None,
+        *,
         embedding_dim=64,
-        units=128,
+        units=64,
         rnn="lstm",
         num_layers=1,
         attention=None,
@@ -82,12 +94,15 @@ class AttentiveLanguageModel(AttentiveModel):
         preprocessor=None,
         **kwargs,
     ):
-        vocab_size = self.sizes(
+        vocabulary_size = self.sizes(
             preprocessor,
-            vocab_size=(vocab_size, lambda p: p.tokenizer.vocabulary_size),
+            vocabulary_size=(vocabulary_size, lambda p: p.tokenizer.vocabulary_size),
         )
         _utils.check_sizes(
-            vocab_size=vocab_size, embedding_dim=embedding_dim, units=units, num_layers=num_layers
+            vocabulary_size=vocabulary_size,
+            embedding_dim=embedding_dim,
+            units=units,
+            num_layers=num_layers,
         )
         checks.check_choice("rnn", rnn, _utils.RNN_KINDS)
         checks.check_dropout(dropout)
@@ -95,17 +110,17 @@ class AttentiveLanguageModel(AttentiveModel):
         checks.check_positive_int("attention['window']", options["window"])
         super().__init__(**kwargs)
         self.preprocessor = preprocessor
-        self.vocab_size = vocab_size
+        self.vocabulary_size = vocabulary_size
         self.embedding_dim = embedding_dim
         self.units = units
         self.rnn = rnn
         self.num_layers = num_layers
         self.attention = options
         self.dropout = dropout
-        self.prompt_vocab_size = self.output_vocab_size = vocab_size
+        self.prompt_vocab_size = self.output_vocab_size = vocabulary_size
         dtype = self.dtype_policy
         self.encoder = TokenEncoder(
-            vocab_size,
+            vocabulary_size,
             embedding_dim,
             rnn,
             units,
@@ -129,7 +144,7 @@ class AttentiveLanguageModel(AttentiveModel):
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
         self.output_layer = keras.layers.Dense(
-            vocab_size, dtype=_utils.logits_dtype(dtype), name="logits"
+            vocabulary_size, dtype=_utils.logits_dtype(dtype), name="logits"
         )
         self._step = CausalAttentionStep(
             self.encoder.embedding,
@@ -171,12 +186,12 @@ class AttentiveLanguageModel(AttentiveModel):
             start_id: if set, prepended to every prompt.
 
         Returns:
-            `(logits, weights, cache)`: float32 logits `(B, V)` of the token
-            after each prompt, float32 weights `(B, L)` of that position over
-            the cache (`L = P + max_length`, plus 1 with `start_id`), and the
-            cache dict: `states` (per RNN layer), `attention` (the
-            self-attention's cache of prepared keys and values `(B, L, .)`)
-            and `position` `(B,)` (where the next token goes).
+            logits: float32 `(B, V)`, of the token after each prompt.
+            weights: float32 `(B, L)`, of that position over the cache
+                (`L = P + max_length`, plus 1 with `start_id`).
+            cache: a dict: `states` (per RNN layer), `attention` (the
+                self-attention's cache of prepared keys and values `(B, L, .)`)
+                and `position` `(B,)` (where the next token goes).
         """
         prompts = causal_attention_step.with_start(prompts, start_id)
         if not self.built:
@@ -195,7 +210,7 @@ class AttentiveLanguageModel(AttentiveModel):
     def get_config(self):
         return {
             **self.base_config(),
-            "vocab_size": self.vocab_size,
+            "vocabulary_size": self.vocabulary_size,
             "embedding_dim": self.embedding_dim,
             "units": self.units,
             "rnn": self.rnn,

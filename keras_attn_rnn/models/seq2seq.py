@@ -1,13 +1,14 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import _compilation, checks, copying, losses
-from keras_attn_rnn.models import _seq2seq_decoders, _utils
+from keras_attn_rnn import _compilation, _deprecation, checks, copying, losses, serializable
+from keras_attn_rnn.models import _base, _seq2seq_decoders, _utils
 from keras_attn_rnn.models._base import AttentiveModel
 from keras_attn_rnn.models._encoder import TokenEncoder
 from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
 from keras_attn_rnn.samplers.sampler import IMPOSSIBLE
 from keras_attn_rnn.stepping import DecoderStep
+from keras_attn_rnn.tokenizers.tokenizer import is_text
 
 DECODERS = tuple(_seq2seq_decoders.KINDS)
 _TINY = 1e-38  # below it a float32 probability is denormal; its log is still finite
@@ -21,7 +22,24 @@ _ATTENTION_DEFAULTS = {
 }
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(
+    {"source_vocab": "source_vocabulary_size", "target_vocab": "target_vocabulary_size"},
+    old_order=(
+        "embedding_dim",
+        "units",
+        "rnn",
+        "bidirectional",
+        "decoder",
+        "attention",
+        "attention_layer_size",
+        "dropout",
+        "copy",
+        "max_oov",
+        "unk_id",
+        "preprocessor",
+    ),
+)
 class Seq2Seq(AttentiveModel):
     """Encoder-decoder with attention, in Bahdanau's or Luong's arrangement.
 
@@ -40,16 +58,17 @@ class Seq2Seq(AttentiveModel):
       training.
 
     Args:
-        source_vocab: number of source token ids; id 0 is padding (default: the
+        source_vocabulary_size: number of source token ids; id 0 is padding (default: the
             preprocessor's source tokenizer's).
-        target_vocab: number of target token ids; id 0 is padding (default: the
+        target_vocabulary_size: number of target token ids; id 0 is padding (default: the
             preprocessor's target tokenizer's).
         embedding_dim: size of both embeddings.
         units: RNN size (per direction in a bidirectional encoder).
         rnn: `"lstm"` or `"gru"`.
         bidirectional: bidirectional encoder.
         decoder: `"bahdanau"` or `"luong"`.
-        attention: dict with `mechanism` (`"content"` (default),
+        attention: a mechanism name, a `keras_attn_rnn.mechanisms.Mechanism`
+            (its configuration), or a dict with `mechanism` (`"content"` (default),
             `"monotonic"`, `"location"`, `"coverage"`, `"local_p"`, `"gmm"`,
             `"dca"`, `"relative_location"` or another name of
             `keras_attn_rnn.mechanisms.names()`), `score` (default
@@ -82,13 +101,13 @@ class Seq2Seq(AttentiveModel):
             `output_attention="both"`), which the output layer reads, as See
             et al.'s `V [s_t; h*_t]`; with `"luong"` `s_t` is the decoder RNN's
             output. Any mechanism.
-        max_oov: with `copy`, the number of extended ids beyond `target_vocab`
-            (a static size: the output has `target_vocab + max_oov` columns).
-            Default: `max(0, source_vocab - target_vocab)`, so that every
+        max_oov: with `copy`, the number of extended ids beyond `target_vocabulary_size`
+            (a static size: the output has `target_vocabulary_size + max_oov` columns).
+            Default: `max(0, source_vocabulary_size - target_vocabulary_size)`, so that every
             source id of a shared vocabulary can be copied.
         unk_id: with `copy`, the target id the decoder reads in place of a word
             outside the target vocabulary (See et al. feed `<unk>`): ids `>=
-            target_vocab` in `target_in` become `unk_id`, and so does a copied
+            target_vocabulary_size` in `target_in` become `unk_id`, and so does a copied
             extended id fed back during generation (which needs it when
             `max_oov > 0`). Default None: `target_in` is taken as it is.
         preprocessor: a `keras_attn_rnn.preprocessors.Seq2SeqPreprocessor`,
@@ -96,26 +115,26 @@ class Seq2Seq(AttentiveModel):
             target strings, and `generate` source strings (it returns strings).
 
     Call arguments:
-        inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
-            (teacher forcing: `target_in` is the target shifted right behind
-            a start token). With `copy`, optionally a third tensor
-            `source_ext (B, S)`: the source in extended target ids (in-vocabulary
-            words by their target id, each example's other words `target_vocab,
-            target_vocab + 1, ...`); without it the source ids are taken to be
-            target ids already (one shared vocabulary: `source_ext = source`).
-            `target_in` holds target-vocabulary ids, or extended ids when
-            `unk_id` is set (they are read as `unk_id`).
-        training: whether dropout is active.
-        return_attention_scores: also return the alignments (and, with
-            `copy`, `p_gen`).
+        - inputs: `[source (B, S), target_in (B, T)]` int ids, 0-padded
+              (teacher forcing: `target_in` is the target shifted right behind
+              a start token). With `copy`, optionally a third tensor
+              `source_ext (B, S)`: the source in extended target ids (in-vocabulary
+              words by their target id, each example's other words `target_vocabulary_size,
+              target_vocabulary_size + 1, ...`); without it the source ids are taken to be
+              target ids already (one shared vocabulary: `source_ext = source`).
+              `target_in` holds target-vocabulary ids, or extended ids when
+              `unk_id` is set (they are read as `unk_id`).
+        - training: whether dropout is active.
+        - return_attention_scores: also return the alignments (and, with
+              `copy`, `p_gen`).
 
     Returns:
-        logits `(B, T, target_vocab)`, and float32 alignments `(B, T, S)`
-        when `return_attention_scores=True`. With `copy`: float32
-        probabilities (not logits) `(B, T, target_vocab + max_oov)`, to train
-        with `keras_attn_rnn.losses.PointerGeneratorLoss` on extended target
-        ids; with `return_attention_scores=True` then the alignments and
-        float32 `p_gen (B, T)`.
+        logits: `(B, T, target_vocabulary_size)`; with `copy`, float32 probabilities (not
+            logits) `(B, T, target_vocabulary_size + max_oov)`, to train with
+            `keras_attn_rnn.losses.PointerGeneratorLoss` on extended target ids.
+        alignments: float32 `(B, T, S)`, only when `return_attention_scores=True`.
+        p_gen: float32 `(B, T)`, last, only with `copy` and
+            `return_attention_scores=True`.
 
     Padded source positions get attention weight exactly 0 (and are never
     copied); padded target positions are masked in the decoder.
@@ -127,21 +146,20 @@ class Seq2Seq(AttentiveModel):
     model.next_logits(token, cache)` is one decoder step. With `copy` the
     step's "logits" are the log of the mixture over the extended vocabulary
     (`-1e30` where it is exactly 0), so every sampler, beam search included,
-    decodes over `target_vocab + max_oov` ids: `generate(model, source, ...,
+    decodes over `target_vocabulary_size + max_oov` ids: `generate(model, source, ...,
     source_ext=...)` may emit a source word outside the target vocabulary
     by its extended id.
 
-    Example:
-
-    >>> from keras_attn_rnn.models import Seq2Seq
-    >>> model = Seq2Seq(source_vocab=20, target_vocab=12, units=8)
-    >>> source = keras.ops.ones((2, 6), "int32")
-    >>> target = keras.ops.ones((2, 4), "int32")
-    >>> keras.ops.shape(model([source, target]))
-    (2, 4, 12)
-    >>> copier = Seq2Seq(source_vocab=20, target_vocab=12, units=8, copy=True)
-    >>> keras.ops.shape(copier([source, target]))  # source ids 12..19 are copy-only
-    (2, 4, 20)
+    Examples:
+        >>> from keras_attn_rnn.models import Seq2Seq
+        >>> model = Seq2Seq(source_vocabulary_size=20, target_vocabulary_size=12, units=8)
+        >>> source = keras.ops.ones((2, 6), "int32")
+        >>> target = keras.ops.ones((2, 4), "int32")
+        >>> keras.ops.shape(model([source, target]))
+        (2, 4, 12)
+        >>> copier = Seq2Seq(source_vocabulary_size=20, target_vocabulary_size=12, units=8, copy=True)
+        >>> keras.ops.shape(copier([source, target]))  # source ids 12..19 are copy-only
+        (2, 4, 20)
 
     Reference:
         Bahdanau et al., 2015, "Neural Machine Translation by Jointly Learning
@@ -154,8 +172,9 @@ class Seq2Seq(AttentiveModel):
 
     def __init__(
         self,
-        source_vocab=None,
-        target_vocab=None,
+        source_vocabulary_size=None,
+        target_vocabulary_size=None,
+        *,
         embedding_dim=64,
         units=64,
         rnn="lstm",
@@ -170,14 +189,14 @@ class Seq2Seq(AttentiveModel):
         preprocessor=None,
         **kwargs,
     ):
-        source_vocab, target_vocab = self.sizes(
+        source_vocabulary_size, target_vocabulary_size = self.sizes(
             preprocessor,
-            source_vocab=(source_vocab, lambda p: p.source_vocabulary_size),
-            target_vocab=(target_vocab, lambda p: p.target_vocabulary_size),
+            source_vocabulary_size=(source_vocabulary_size, lambda p: p.source_vocabulary_size),
+            target_vocabulary_size=(target_vocabulary_size, lambda p: p.target_vocabulary_size),
         )
         _utils.check_sizes(
-            source_vocab=source_vocab,
-            target_vocab=target_vocab,
+            source_vocabulary_size=source_vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
             embedding_dim=embedding_dim,
             units=units,
         )
@@ -206,19 +225,23 @@ class Seq2Seq(AttentiveModel):
                 f"needs copy=True. Received: unk_id={unk_id!r}, copy={copy!r}"
             )
         if unk_id is not None and (
-            isinstance(unk_id, bool) or not isinstance(unk_id, int) or not 0 < unk_id < target_vocab
+            isinstance(unk_id, bool)
+            or not isinstance(unk_id, int)
+            or not 0 < unk_id < target_vocabulary_size
         ):
             raise ValueError(
-                f"unk_id must be None or a target id in [1, target_vocab={target_vocab}). "
+                f"unk_id must be None or a target id in [1, target_vocabulary_size={target_vocabulary_size}). "
                 f"Received: unk_id={unk_id!r}"
             )
-        options = _utils.attention_options(attention, _ATTENTION_DEFAULTS, mechanism_options=True)
+        options = _utils.attention_options(
+            _utils.attention_dict(attention), _ATTENTION_DEFAULTS, mechanism_options=True
+        )
         kind = _seq2seq_decoders.KINDS[decoder]
         kind.check_options(options)
         super().__init__(**kwargs)
         self.preprocessor = preprocessor
-        self.source_vocab = source_vocab
-        self.target_vocab = target_vocab
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
         self.embedding_dim = embedding_dim
         self.units = units
         self.rnn = rnn
@@ -230,13 +253,20 @@ class Seq2Seq(AttentiveModel):
         self.copy = copy
         self.max_oov = max_oov
         self.unk_id = unk_id
-        self.num_oov = 0  # extended ids beyond target_vocab
+        self.num_oov = 0  # extended ids beyond target_vocabulary_size
         if copy:
-            self.num_oov = max(0, source_vocab - target_vocab) if max_oov is None else max_oov
-        self.prompt_vocab_size, self.output_vocab_size = source_vocab, target_vocab
+            self.num_oov = (
+                max(0, source_vocabulary_size - target_vocabulary_size)
+                if max_oov is None
+                else max_oov
+            )
+        self.prompt_vocab_size, self.output_vocab_size = (
+            source_vocabulary_size,
+            target_vocabulary_size,
+        )
         dtype = self.dtype_policy
         self.encoder = TokenEncoder(
-            source_vocab,
+            source_vocabulary_size,
             embedding_dim,
             rnn,
             units,
@@ -248,7 +278,11 @@ class Seq2Seq(AttentiveModel):
             name="encoder",
         )
         self.target_embedding = keras.layers.Embedding(
-            target_vocab, embedding_dim, mask_zero=True, dtype=dtype, name="target_embedding"
+            target_vocabulary_size,
+            embedding_dim,
+            mask_zero=True,
+            dtype=dtype,
+            name="target_embedding",
         )
         self.bridges = []
         if bidirectional:
@@ -263,7 +297,7 @@ class Seq2Seq(AttentiveModel):
             setattr(self, attribute, layer)  # tracked, and saved under this name
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")
         self.output_layer = keras.layers.Dense(
-            target_vocab, dtype=_utils.logits_dtype(dtype), name="logits"
+            target_vocabulary_size, dtype=_utils.logits_dtype(dtype), name="logits"
         )
         if copy:
             self.p_gen = keras.layers.Dense(
@@ -312,6 +346,31 @@ class Seq2Seq(AttentiveModel):
         sparse cross-entropy from the logits."""
         return losses.PointerGeneratorLoss() if self.copy else super().default_loss()
 
+    def _predict_inputs(self, x):
+        """`predict` scores targets: `(sources, targets)` strings (or a `tf.data.Dataset`
+        of such pairs) give the logits of each target given its source, teacher-forced
+        (keras-hub's `Seq2SeqLM.predict`); sources alone have nothing to score."""
+        pair = (
+            isinstance(x, tuple)
+            and len(x) == 2
+            and all(is_text(part) and not isinstance(part, (str, bytes)) for part in x)
+        )
+        if pair:
+            self._check_preprocessor("x", x)
+            return self.preprocessor(x[0], x[1])[0]
+        spec = getattr(x, "element_spec", None)
+        strings_alone = is_text(x) or (
+            spec is not None and not (isinstance(spec, tuple) and len(spec) >= 2)
+        )
+        if strings_alone and (is_text(x) or _base.is_string_spec(spec)):
+            raise ValueError(
+                "Seq2Seq.predict scores targets: pass x=(sources, targets) (or a dataset of "
+                "(source, target) pairs) for the logits of each target given its source, or "
+                "call generate(sources) for the generated strings. "
+                f"Received: x={_base.preview(x)}"
+            )
+        return super()._predict_inputs(x)
+
     def _forward(self, source, target, training=None):
         """Teacher forcing: `(logits, alignments, memory_mask, p_gen)`; `p_gen` (B, T, 1)
         with `copy`, else None."""
@@ -331,23 +390,23 @@ class Seq2Seq(AttentiveModel):
         return logits, alignments, memory_mask, p_gen
 
     def _check_extended(self, source_ext, given):
-        """Refuses extended ids beyond `target_vocab + max_oov` where their values exist
+        """Refuses extended ids beyond `target_vocabulary_size + max_oov` where their values exist
         here (an eager call; a compiled one cannot raise on values, and its rows still sum
         to 1 over the ids in range)."""
         values = _compilation.concrete_values(source_ext)
         if values is not None:
             copying.check_extended_ids(
                 values,
-                self.target_vocab + self.num_oov,
+                self.target_vocabulary_size + self.num_oov,
                 note="" if given else copying.SOURCE_AS_EXTENDED,
             )
 
     def _in_vocabulary(self, ids):
-        """Target ids with the extended ones (`>= target_vocab`) read as `unk_id`."""
+        """Target ids with the extended ones (`>= target_vocabulary_size`) read as `unk_id`."""
         if self.unk_id is None:
             return ids
         ids = ops.cast(ids, "int32")
-        return ops.where(ops.greater_equal(ids, self.target_vocab), self.unk_id, ids)
+        return ops.where(ops.greater_equal(ids, self.target_vocabulary_size), self.unk_id, ids)
 
     def _split(self, inputs):
         """`(source, target_in, source_ext)`; `source_ext` is `source` unless given."""
@@ -382,13 +441,13 @@ class Seq2Seq(AttentiveModel):
             start_id: the first decoder input, an id of the target vocabulary.
 
         Returns:
-            `(logits, alignments, cache)`: float32 logits `(B, V)` of the
-            first target token (with `copy`: log-probabilities `(B, V +
-            max_oov)`), float32 alignments `(B, S)` and the cache (a dict of
-            tensors with the batch first: the decoder state, the memory, its
-            prepared keys and its mask; with monotonic attention also
-            `initial_alignments`, where beam search's coverage starts; with
-            `copy` also `source_ext`).
+            logits: float32 `(B, V)`, of the first target token (with `copy`:
+                log-probabilities `(B, V + max_oov)`).
+            alignments: float32 `(B, S)`.
+            cache: a dict of tensors with the batch first: the decoder state, the
+                memory, its prepared keys and its mask; with monotonic attention
+                also `initial_alignments`, where beam search's coverage starts;
+                with `copy` also `source_ext`.
         """
         if start_id is None:
             raise ValueError(
@@ -479,8 +538,8 @@ class Seq2Seq(AttentiveModel):
     def get_config(self):
         return {
             **self.base_config(),
-            "source_vocab": self.source_vocab,
-            "target_vocab": self.target_vocab,
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
             "embedding_dim": self.embedding_dim,
             "units": self.units,
             "rnn": self.rnn,

@@ -1,12 +1,13 @@
-import keras
 import numpy as np
 
+from keras_attn_rnn import _deprecation, serializable
 from keras_attn_rnn.preprocessors import preprocessor
 from keras_attn_rnn.preprocessors.preprocessor import Preprocessor
 from keras_attn_rnn.tokenizers.tokenizer import check_texts
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(old_order=("sequence_length",))
 class CausalLMPreprocessor(Preprocessor):
     """Texts -> what `AttentiveLanguageModel` trains on: next-token prediction.
 
@@ -19,18 +20,17 @@ class CausalLMPreprocessor(Preprocessor):
         tokenizer: an adapted tokenizer (an instance, a name or a config).
         sequence_length: the most ids of `x` per text (with `<s>`), or None.
 
-    Example:
-
-    >>> from keras_attn_rnn.preprocessors import CausalLMPreprocessor
-    >>> from keras_attn_rnn.tokenizers import CharTokenizer
-    >>> tokenizer = CharTokenizer()
-    >>> tokenizer.adapt(["abc"])
-    >>> x, y, _ = CausalLMPreprocessor(tokenizer)(["ab"])
-    >>> x.tolist(), y.tolist()
-    ([[1, 4, 5]], [[4, 5, 2]])
+    Examples:
+        >>> from keras_attn_rnn.preprocessors import CausalLMPreprocessor
+        >>> from keras_attn_rnn.tokenizers import CharTokenizer
+        >>> tokenizer = CharTokenizer()
+        >>> tokenizer.adapt(["abc"])
+        >>> x, y, _ = CausalLMPreprocessor(tokenizer)(["ab"])
+        >>> x.tolist(), y.tolist()
+        ([[1, 4, 5]], [[4, 5, 2]])
     """
 
-    def __init__(self, tokenizer, sequence_length=None, **kwargs):
+    def __init__(self, tokenizer, *, sequence_length=None, **kwargs):
         preprocessor.check_length("sequence_length", sequence_length)
         tokenizer = preprocessor.tokenizer_argument("tokenizer", tokenizer)
         super().__init__(**kwargs)

@@ -1,11 +1,12 @@
-import keras
 import numpy as np
 
+from keras_attn_rnn import _deprecation, serializable
 from keras_attn_rnn.preprocessors import preprocessor
 from keras_attn_rnn.preprocessors.preprocessor import Preprocessor
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(old_order=("sequence_length", "labels"))
 class ClassifierPreprocessor(Preprocessor):
     """Texts (and labels) -> what `AttentiveClassifier` trains on.
 
@@ -18,19 +19,18 @@ class ClassifierPreprocessor(Preprocessor):
         sequence_length: the most ids per text, or None.
         labels: the class names in class-id order, or None for integer labels.
 
-    Example:
-
-    >>> from keras_attn_rnn.preprocessors import ClassifierPreprocessor
-    >>> from keras_attn_rnn.tokenizers import WordTokenizer
-    >>> tokenizer = WordTokenizer()
-    >>> tokenizer.adapt(["good film", "bad film"])
-    >>> ids, y, _ = ClassifierPreprocessor(tokenizer, labels=["neg", "pos"])(
-    ...     ["good film"], ["pos"])
-    >>> ids.tolist(), y.tolist()
-    ([[5, 4]], [1])
+    Examples:
+        >>> from keras_attn_rnn.preprocessors import ClassifierPreprocessor
+        >>> from keras_attn_rnn.tokenizers import WordTokenizer
+        >>> tokenizer = WordTokenizer()
+        >>> tokenizer.adapt(["good film", "bad film"])
+        >>> ids, y, _ = ClassifierPreprocessor(tokenizer, labels=["neg", "pos"])(
+        ...     ["good film"], ["pos"])
+        >>> ids.tolist(), y.tolist()
+        ([[5, 4]], [1])
     """
 
-    def __init__(self, tokenizer, sequence_length=None, labels=None, **kwargs):
+    def __init__(self, tokenizer, *, sequence_length=None, labels=None, **kwargs):
         preprocessor.check_length("sequence_length", sequence_length)
         tokenizer = preprocessor.tokenizer_argument("tokenizer", tokenizer)
         if labels is not None:
@@ -52,7 +52,8 @@ class ClassifierPreprocessor(Preprocessor):
         return ids, self.label_ids(y, len(ids)), sample_weight
 
     def label_ids(self, y, count):
-        values = [y] if isinstance(y, str) else list(y)
+        values = [y] if isinstance(y, (str, bytes)) else list(y)
+        values = [_label(value) for value in values]
         if len(values) != count:
             raise ValueError(
                 f"labels must have one per text. Received: {count} texts and {len(values)} labels"
@@ -75,3 +76,10 @@ class ClassifierPreprocessor(Preprocessor):
             "sequence_length": self.sequence_length,
             "labels": self.labels,
         }
+
+
+def _label(value):
+    """A label as Python: bytes (a `tf.data` string) as text, a NumPy scalar as its value."""
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    return value.decode("utf-8") if isinstance(value, bytes) else value

@@ -22,6 +22,12 @@ class Preprocessor(keras.layers.Layer):
         _keras_compat.accept_python_inputs(self)
         self.last_truncated = None
 
+    @classmethod
+    def from_config(cls, config):
+        """`cls(**config)`: a damaged tokenizer's error reaches the caller as it is (Keras's
+        `Layer.from_config` would wrap it in a `TypeError` printing the whole config)."""
+        return cls(**config)
+
     def encode(self, tokenizer, texts, length, start=False, end=False, name="texts"):
         """`(ids (B, T) int32, truncated (B,) bool)`: each text's ids cut to `length` tokens
         (the start and end ids not counted), with `<s>` before and `</s>` after when asked."""

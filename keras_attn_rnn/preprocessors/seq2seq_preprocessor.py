@@ -1,17 +1,21 @@
-import keras
-
+from keras_attn_rnn import _deprecation, serializable
 from keras_attn_rnn.preprocessors import preprocessor
 from keras_attn_rnn.preprocessors.preprocessor import Preprocessor
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(
+    {"source_length": "source_sequence_length", "target_length": "target_sequence_length"},
+    old_order=("source_sequence_length", "target_sequence_length"),
+)
 class Seq2SeqPreprocessor(Preprocessor):
     """Source and target strings -> what `Seq2Seq` trains on.
 
     `preprocessor(sources, targets)` returns `([source, target_in], target_out, None)`:
     int32 arrays right-padded with 0, `target_in = <s> target` (teacher forcing) and
     `target_out = target </s>`; `preprocessor(sources)` returns `source` alone. A source
-    is cut to `source_length` tokens and a target to `target_length` (`</s>` and `<s>`
+    is cut to `source_sequence_length` tokens and a target to `target_sequence_length`
+    (`</s>` and `<s>`
     not counted); `last_truncated` says which sources the last call cut.
 
     Args:
@@ -19,26 +23,31 @@ class Seq2SeqPreprocessor(Preprocessor):
             `keras_attn_rnn.tokenizers.names()`, or a config), adapted.
         target_tokenizer: the target's, or None to share `tokenizer` (one
             vocabulary for both sides).
-        source_length: the most source tokens kept, or None.
-        target_length: the most target tokens kept, or None; also the default
+        source_sequence_length: the most source tokens kept, or None.
+        target_sequence_length: the most target tokens kept, or None; also the default
             `max_length` of `Seq2Seq.generate` (plus one for `</s>`).
 
-    Example:
-
-    >>> from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
-    >>> from keras_attn_rnn.tokenizers import WordTokenizer
-    >>> tokenizer = WordTokenizer()
-    >>> tokenizer.adapt(["a b c", "c b a"])
-    >>> (source, target_in), target_out, _ = Seq2SeqPreprocessor(tokenizer)(["a b"], ["b a"])
-    >>> source.tolist(), target_in.tolist(), target_out.tolist()
-    ([[4, 5]], [[1, 5, 4]], [[5, 4, 2]])
+    Examples:
+        >>> from keras_attn_rnn.preprocessors import Seq2SeqPreprocessor
+        >>> from keras_attn_rnn.tokenizers import WordTokenizer
+        >>> tokenizer = WordTokenizer()
+        >>> tokenizer.adapt(["a b c", "c b a"])
+        >>> (source, target_in), target_out, _ = Seq2SeqPreprocessor(tokenizer)(["a b"], ["b a"])
+        >>> source.tolist(), target_in.tolist(), target_out.tolist()
+        ([[4, 5]], [[1, 5, 4]], [[5, 4, 2]])
     """
 
     def __init__(
-        self, tokenizer, target_tokenizer=None, source_length=None, target_length=None, **kwargs
+        self,
+        tokenizer,
+        target_tokenizer=None,
+        *,
+        source_sequence_length=None,
+        target_sequence_length=None,
+        **kwargs,
     ):
-        preprocessor.check_length("source_length", source_length)
-        preprocessor.check_length("target_length", target_length)
+        preprocessor.check_length("source_sequence_length", source_sequence_length)
+        preprocessor.check_length("target_sequence_length", target_sequence_length)
         tokenizer = preprocessor.tokenizer_argument("tokenizer", tokenizer)
         if target_tokenizer is not None:
             target_tokenizer = preprocessor.tokenizer_argument("target_tokenizer", target_tokenizer)
@@ -46,8 +55,8 @@ class Seq2SeqPreprocessor(Preprocessor):
         self.tokenizer = tokenizer
         self.shared = target_tokenizer is None
         self.target_tokenizer = tokenizer if target_tokenizer is None else target_tokenizer
-        self.source_length = source_length
-        self.target_length = target_length
+        self.source_sequence_length = source_sequence_length
+        self.target_sequence_length = target_sequence_length
 
     @property
     def source_vocabulary_size(self):
@@ -59,15 +68,15 @@ class Seq2SeqPreprocessor(Preprocessor):
 
     def call(self, x, y=None, sample_weight=None):
         source, self.last_truncated = self.encode(
-            self.tokenizer, x, self.source_length, name="sources"
+            self.tokenizer, x, self.source_sequence_length, name="sources"
         )
         if y is None:
             return source
         target_in, _ = self.encode(
-            self.target_tokenizer, y, self.target_length, start=True, name="targets"
+            self.target_tokenizer, y, self.target_sequence_length, start=True, name="targets"
         )
         target_out, _ = self.encode(
-            self.target_tokenizer, y, self.target_length, end=True, name="targets"
+            self.target_tokenizer, y, self.target_sequence_length, end=True, name="targets"
         )
         if len(target_in) != len(source):
             raise ValueError(
@@ -90,8 +99,8 @@ class Seq2SeqPreprocessor(Preprocessor):
         return {"start_id": self.target_tokenizer.start_id, "eos_id": self.target_tokenizer.end_id}
 
     def default_max_length(self):
-        """`target_length + 1` (room for `</s>`), or 64 without a target length."""
-        return 64 if self.target_length is None else self.target_length + 1
+        """`target_sequence_length + 1` (room for `</s>`), or 64 without a target length."""
+        return 64 if self.target_sequence_length is None else self.target_sequence_length + 1
 
     def get_config(self):
         return {
@@ -100,6 +109,6 @@ class Seq2SeqPreprocessor(Preprocessor):
             "target_tokenizer": None
             if self.shared
             else preprocessor.serialize(self.target_tokenizer),
-            "source_length": self.source_length,
-            "target_length": self.target_length,
+            "source_sequence_length": self.source_sequence_length,
+            "target_sequence_length": self.target_sequence_length,
         }

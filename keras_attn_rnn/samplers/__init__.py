@@ -1,10 +1,13 @@
 """Decoding strategies for `keras_attn_rnn.generation.generate`, after keras-hub's samplers.
 
 Each strategy is a `Sampler` subclass; `get("top_k", k=5)` builds one from
-its name, `serialize` / `deserialize` turn one into a config and back.
+its name (keras-hub's names: `"greedy"`, `"random"`, `"top_k"`, `"top_p"`, `"beam"`;
+the older `"sample"` still means `"random"`, with a `DeprecationWarning`), `serialize` / `deserialize` turn one into a config and back.
 Subclass `Sampler` and override `get_next_token(logits, seed)` to add your
 own (see `Sampler`).
 """
+
+import warnings
 
 from keras_attn_rnn import registry
 from keras_attn_rnn.samplers.beam_sampler import BeamSampler
@@ -22,10 +25,13 @@ __all__ = [
     "Sampler",
     "TopKSampler",
     "TopPSampler",
+    "RENAMED",
     "arguments",
+    "current_name",
     "deserialize",
     "get",
     "gumbel_noise",
+    "is_name",
     "names",
     "serialize",
     "without_early_eos",
@@ -38,7 +44,7 @@ REGISTRY = registry.Registry(
     "a `keras_attn_rnn.samplers.Sampler`",
     {
         "greedy": GreedySampler,
-        "sample": RandomSampler,
+        "random": RandomSampler,
         "top_k": TopKSampler,
         "top_p": TopPSampler,
         "beam": BeamSampler,
@@ -46,24 +52,48 @@ REGISTRY = registry.Registry(
 )
 
 
+# Older names, each kept as a deprecated alias of keras-hub's name for the same sampler.
+RENAMED = {"sample": "random"}
+
+
 def names():
-    """The registered sampler names: `("greedy", "sample", "top_k", "top_p", "beam")`."""
+    """The registered sampler names: `("greedy", "random", "top_k", "top_p", "beam")`
+    (deprecated aliases such as `"sample"` are not listed)."""
     return REGISTRY.names()
+
+
+def is_name(identifier):
+    """Whether `identifier` is a registered name or a deprecated alias of one."""
+    return isinstance(identifier, str) and (identifier in RENAMED or identifier in names())
+
+
+def current_name(identifier):
+    """`identifier` with a deprecated name replaced by its new one (with a
+    `DeprecationWarning`); anything else as it is."""
+    if isinstance(identifier, str) and identifier in RENAMED:
+        warnings.warn(
+            f"the sampler name {identifier!r} is deprecated: use {RENAMED[identifier]!r} "
+            "(keras-hub's name for the same sampler)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return RENAMED[identifier]
+    return identifier
 
 
 def check_name(identifier, argument="sampler"):
     """Raises a `ValueError` naming `argument` unless `identifier` is a registered name."""
-    REGISTRY.check_name(identifier, argument)
+    REGISTRY.check_name(current_name(identifier), argument)
 
 
 def class_for(name):
     """The `Sampler` subclass registered under `name`."""
-    return REGISTRY.class_for(name)
+    return REGISTRY.class_for(current_name(name))
 
 
 def arguments(name):
     """The constructor arguments of sampler `name`, e.g. `("k", "temperature")`."""
-    return REGISTRY.arguments(name)
+    return REGISTRY.arguments(current_name(name))
 
 
 def get(identifier, vocabulary_size=None, **kwargs):
@@ -76,13 +106,15 @@ def get(identifier, vocabulary_size=None, **kwargs):
             checked against it.
         **kwargs: the constructor arguments for a name.
     """
+    given, identifier = identifier, current_name(identifier)
     if isinstance(identifier, str):
         cls = class_for(identifier)
+        kwargs = cls.current_arguments(kwargs)
         unknown = sorted(set(kwargs) - set(arguments(identifier)))
         if unknown:
             raise ValueError(
                 f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not an argument "
-                f"of sampler={identifier!r}, which takes {list(arguments(identifier))}. "
+                f"of sampler={given!r}, which takes {list(arguments(identifier))}. "
                 f"Received: {', '.join(f'{key}={kwargs[key]!r}' for key in unknown)}"
             )
         cls.check_arguments({**REGISTRY.defaults(identifier), **kwargs}, vocabulary_size)

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attn_rnn import _compilation
+from keras_attn_rnn import _compilation, serializable
 from keras_attn_rnn.samplers.sampler import (
     IMPOSSIBLE,
     Sampler,
@@ -12,9 +12,9 @@ from keras_attn_rnn.samplers.sampler import (
 )
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class BeamSampler(Sampler):
-    """Beam search: keeps the `beam_width` best partial sequences at every step.
+    """Beam search: keeps the `num_beams` best partial sequences at every step.
 
     Follows tfa's `BeamSearchDecoder` (0.23) step by step. Each step, every
     candidate `beam + token` is ranked by its summed log-probability divided
@@ -38,13 +38,14 @@ class BeamSampler(Sampler):
     row whose finished beams were re-ranked afterwards can pair one beam's
     tokens with another's score).
 
-    The model's cache is repeated `beam_width` times along the batch axis
+    The model's cache is repeated `num_beams` times along the batch axis
     and reordered as beams are chosen; sequences are recovered by one
     backtrack over the per-step parent pointers at the end (tfa's
     `gather_tree`), so no step reorders the history.
 
     Args:
-        beam_width: number of beams.
+        num_beams: number of beams (keras-hub's name; the older `beam_width=`
+            still works, with a `DeprecationWarning`).
         length_penalty: `alpha` of the length penalty; `0` ranks by the plain
             sum of log-probabilities (tfa's default), which favours short
             outputs. The default, `1.0`, was chosen on real translations
@@ -54,7 +55,7 @@ class BeamSampler(Sampler):
             for a good one (greedy 36.6 / 52.0) `0` gave 40.7 / 54.5, `0.6`
             40.9 / 54.9 and `1.0` 40.9 / 55.0, the references' length
             (`tools/length_penalty.py`, docs/results/real-text.md). With a
-            penalty, `beam_width=1` can end later than greedy decoding: an
+            penalty, `num_beams=1` can end later than greedy decoding: an
             EOS candidate is ranked with the shorter length.
         num_beams_returned: how many of the best beams to return (then
             `generate` returns `(B, n, max_length)` tokens, best first).
@@ -65,45 +66,67 @@ class BeamSampler(Sampler):
             every position does, so a language model's not yet written
             cache positions would be charged.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import BeamSampler
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], 5, sampler=BeamSampler(beam_width=4)).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import BeamSampler
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], 5, sampler=BeamSampler(num_beams=4)).tokens.shape
+        (1, 5)
 
     Reference:
         Wu et al., 2016, "Google's Neural Machine Translation System".
     """
 
+    renamed_arguments = {"beam_width": "num_beams"}
+
     def __init__(
-        self, beam_width=4, length_penalty=1.0, num_beams_returned=1, coverage_penalty_weight=0.0
+        self,
+        num_beams=4,
+        length_penalty=1.0,
+        num_beams_returned=1,
+        coverage_penalty_weight=0.0,
+        **kwargs,
     ):
+        unknown = sorted(set(kwargs) - set(self.renamed_arguments))
+        if unknown:
+            raise TypeError(f"BeamSampler got an unexpected keyword argument {unknown[0]!r}")
+        if "beam_width" in kwargs:
+            given = {"beam_width": kwargs["beam_width"]}
+            # both given: an error, except num_beams=4, which cannot be told from the
+            # default (the deprecated beam_width then wins, with its warning)
+            if num_beams != 4:
+                given["num_beams"] = num_beams
+            num_beams = self.current_arguments(given)["num_beams"]
         self.check_arguments(
             {
-                "beam_width": beam_width,
+                "num_beams": num_beams,
                 "length_penalty": length_penalty,
                 "num_beams_returned": num_beams_returned,
                 "coverage_penalty_weight": coverage_penalty_weight,
             }
         )
         super().__init__()
-        self.beam_width = int(beam_width)
+        self.num_beams = int(num_beams)
         self.length_penalty = float(length_penalty)
         self.num_beams_returned = int(num_beams_returned)
         self.coverage_penalty_weight = float(coverage_penalty_weight)
 
+    @property
+    def beam_width(self):
+        """Deprecated: `num_beams` (keras-hub's name)."""
+        return self.num_beams
+
     @classmethod
     def check_arguments(cls, arguments, vocabulary_size=None):
-        beam_width = arguments.get("beam_width", 4)
+        arguments = cls.current_arguments(arguments)
+        num_beams = arguments.get("num_beams", 4)
         returned = arguments.get("num_beams_returned", 1)
-        check_int("beam_width", beam_width, 1)
+        check_int("num_beams", num_beams, 1)
         check_int("num_beams_returned", returned, 1)
-        if returned > beam_width:
+        if returned > num_beams:
             raise ValueError(
-                f"num_beams_returned must be at most beam_width={beam_width}. "
+                f"num_beams_returned must be at most num_beams={num_beams}. "
                 f"Received: num_beams_returned={returned!r}"
             )
         check_number("length_penalty", arguments.get("length_penalty", 1.0))
@@ -117,7 +140,7 @@ class BeamSampler(Sampler):
 
     def get_config(self):
         return {
-            "beam_width": self.beam_width,
+            "num_beams": self.num_beams,
             "length_penalty": self.length_penalty,
             "num_beams_returned": self.num_beams_returned,
             "coverage_penalty_weight": self.coverage_penalty_weight,
@@ -142,7 +165,7 @@ class BeamSampler(Sampler):
     def __call__(
         self, model, prompts, max_length, start_id=None, eos_id=None, seed=0, min_length=None
     ):
-        width = self.beam_width
+        width = self.num_beams
         logits, weights, cache = model.init_cache(prompts, max_length, start_id=start_id)
         batch, vocab = ops.shape(logits)[0], ops.shape(logits)[1]
         source = ops.shape(weights)[-1]

@@ -1,10 +1,10 @@
-import keras
 from keras import ops
 
+from keras_attn_rnn import serializable
 from keras_attn_rnn.samplers.sampler import Sampler
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class GreedySampler(Sampler):
     """Greedy search: the most likely token at every step.
 
@@ -12,14 +12,13 @@ class GreedySampler(Sampler):
         temperature: accepted for a uniform interface; it never changes the
             argmax.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import GreedySampler
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], max_length=5, sampler=GreedySampler()).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import GreedySampler
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], max_length=5, sampler=GreedySampler()).tokens.shape
+        (1, 5)
     """
 
     def get_next_token(self, logits, seed):

@@ -1,10 +1,10 @@
-import keras
 from keras import ops
 
+from keras_attn_rnn import serializable
 from keras_attn_rnn.samplers.sampler import Sampler, gumbel_noise
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class RandomSampler(Sampler):
     """Temperature sampling: a token drawn from `softmax(logits / temperature)`.
 
@@ -15,14 +15,13 @@ class RandomSampler(Sampler):
         temperature: below 1 sharpens the distribution, above 1 flattens
             it; `0` is greedy.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import RandomSampler
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], 5, sampler=RandomSampler(temperature=0.7), seed=1).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import RandomSampler
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], 5, sampler=RandomSampler(temperature=0.7), seed=1).tokens.shape
+        (1, 5)
     """
 
     def get_next_token(self, logits, seed):

@@ -1,10 +1,12 @@
 """The `Sampler` base class: a decoding strategy that runs the generation loop."""
 
+import warnings
+
 import keras
 import numpy as np
 from keras import ops
 
-from keras_attn_rnn import _compilation, _random
+from keras_attn_rnn import _compilation, _random, serializable
 
 # Log-probability of impossible continuations: finite, far below any sum of
 # real log-probabilities (even of logits scaled by 1e9), never NaN.
@@ -33,7 +35,7 @@ def _check_temperature(temperature):
         )
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class Sampler:
     """Base class of the decoding strategies of `keras_attn_rnn.generation.generate`.
 
@@ -53,46 +55,71 @@ class Sampler:
             `0` takes the most likely token (greedy).
 
     Call arguments:
-        model: an object with the step API (`init_cache`, `next_logits`).
-        prompts: int32 `(B, P)` prompt (or source) ids.
-        max_length: number of tokens to generate (a Python int).
-        start_id: the first decoder input (`Seq2Seq`), or None.
-        eos_id: end-of-sequence id, or None.
-        seed: int32 scalar tensor, the seed of this generation.
-        min_length: int32 `(B,)` tensor, or None: row `b` cannot generate
-            `eos_id` before it holds `min_length[b]` tokens (`generate` passes
-            it only when asked, so a subclass's own `__call__` without it still
-            works); apply it to the logits with `without_early_eos`.
+        - model: an object with the step API (`init_cache`, `next_logits`).
+        - prompts: int32 `(B, P)` prompt (or source) ids.
+        - max_length: number of tokens to generate (a Python int).
+        - start_id: the first decoder input (`Seq2Seq`), or None.
+        - eos_id: end-of-sequence id, or None.
+        - seed: int32 scalar tensor, the seed of this generation.
+        - min_length: int32 `(B,)` tensor, or None: row `b` cannot generate
+              `eos_id` before it holds `min_length[b]` tokens (`generate` passes
+              it only when asked, so a subclass's own `__call__` without it still
+              works); apply it to the logits with `without_early_eos`.
 
     Returns:
-        `(tokens (B, max_length) int32, scores (B,) float32, attention
-        (B, max_length, S) float32)` tensors (see `GenerationResult`).
+        tokens: int32 `(B, max_length)` (see `GenerationResult`).
+        scores: float32 `(B,)`.
+        attention: float32 `(B, max_length, S)`.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import Sampler, gumbel_noise
-    >>> class MarginSampler(Sampler):
-    ...     # Samples among the tokens whose logit is within `margin` of the best.
-    ...     def __init__(self, margin=2.0, **kwargs):
-    ...         super().__init__(**kwargs)
-    ...         self.margin = margin
-    ...     def get_next_token(self, logits, seed):
-    ...         best = keras.ops.max(logits, axis=-1, keepdims=True)
-    ...         kept = keras.ops.where(logits >= best - self.margin, logits, -1e30)
-    ...         noise = gumbel_noise(keras.ops.shape(kept), seed)
-    ...         return keras.ops.argmax(kept + noise, axis=-1)
-    ...     def get_config(self):
-    ...         return {**super().get_config(), "margin": self.margin}
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], max_length=5, sampler=MarginSampler(margin=1.0)).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import Sampler, gumbel_noise
+        >>> class MarginSampler(Sampler):
+        ...     # Samples among the tokens whose logit is within `margin` of the best.
+        ...     def __init__(self, margin=2.0, **kwargs):
+        ...         super().__init__(**kwargs)
+        ...         self.margin = margin
+        ...     def get_next_token(self, logits, seed):
+        ...         best = keras.ops.max(logits, axis=-1, keepdims=True)
+        ...         kept = keras.ops.where(logits >= best - self.margin, logits, -1e30)
+        ...         noise = gumbel_noise(keras.ops.shape(kept), seed)
+        ...         return keras.ops.argmax(kept + noise, axis=-1)
+        ...     def get_config(self):
+        ...         return {**super().get_config(), "margin": self.margin}
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], max_length=5, sampler=MarginSampler(margin=1.0)).tokens.shape
+        (1, 5)
     """
 
     def __init__(self, temperature=1.0):
         _check_temperature(temperature)
         self.temperature = float(temperature)
+
+    # {older argument name: its name now}: still accepted, with a `DeprecationWarning`.
+    renamed_arguments = {}
+
+    @classmethod
+    def current_arguments(cls, arguments):
+        """`arguments` (a dict of constructor arguments) with each deprecated name of
+        `renamed_arguments` replaced by its new one (with a `DeprecationWarning`); raises
+        when both are given."""
+        arguments = dict(arguments)
+        for old, new in cls.renamed_arguments.items():
+            if old not in arguments:
+                continue
+            if new in arguments:
+                raise ValueError(
+                    f"{new} or the deprecated {old}, not both. "
+                    f"Received: {new}={arguments[new]!r}, {old}={arguments[old]!r}"
+                )
+            warnings.warn(
+                f"{cls.__name__}: {old} is deprecated: use {new} (keras-hub's name)",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            arguments[new] = arguments.pop(old)
+        return arguments
 
     @classmethod
     def check_arguments(cls, arguments, vocabulary_size=None):

@@ -1,11 +1,11 @@
-import keras
 import numpy as np
 from keras import ops
 
+from keras_attn_rnn import serializable
 from keras_attn_rnn.samplers.sampler import Sampler, gumbel_noise
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class TopKSampler(Sampler):
     """Top-k sampling: a token drawn from the `k` most likely ones.
 
@@ -15,14 +15,13 @@ class TopKSampler(Sampler):
             keras-hub's.
         temperature: divides the logits first; `0` is greedy.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import TopKSampler
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], 5, sampler=TopKSampler(k=5), seed=1).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import TopKSampler
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], 5, sampler=TopKSampler(k=5), seed=1).tokens.shape
+        (1, 5)
 
     Reference:
         Fan et al., 2018, "Hierarchical Neural Story Generation".

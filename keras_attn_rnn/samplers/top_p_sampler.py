@@ -1,11 +1,11 @@
-import keras
 import numpy as np
 from keras import ops
 
+from keras_attn_rnn import serializable
 from keras_attn_rnn.samplers.sampler import IMPOSSIBLE, Sampler, gumbel_noise
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
 class TopPSampler(Sampler):
     """Nucleus (top-p) sampling: a token drawn from the smallest set of most likely
     tokens whose probabilities sum to at least `p`.
@@ -16,14 +16,13 @@ class TopPSampler(Sampler):
         temperature: divides the logits first (before the nucleus is cut);
             `0` is greedy.
 
-    Example:
-
-    >>> from keras_attn_rnn.generation import generate
-    >>> from keras_attn_rnn.models import AttentiveLanguageModel
-    >>> from keras_attn_rnn.samplers import TopPSampler
-    >>> lm = AttentiveLanguageModel(vocab_size=20, units=8)
-    >>> generate(lm, [[3, 4]], 5, sampler=TopPSampler(p=0.9), seed=1).tokens.shape
-    (1, 5)
+    Examples:
+        >>> from keras_attn_rnn.generation import generate
+        >>> from keras_attn_rnn.models import AttentiveLanguageModel
+        >>> from keras_attn_rnn.samplers import TopPSampler
+        >>> lm = AttentiveLanguageModel(vocabulary_size=20, units=8)
+        >>> generate(lm, [[3, 4]], 5, sampler=TopPSampler(p=0.9), seed=1).tokens.shape
+        (1, 5)
 
     Reference:
         Holtzman et al., 2020, "The Curious Case of Neural Text Degeneration".

@@ -42,9 +42,10 @@ class CausalAttentionStep:
             max_length: the number of tokens that will be generated.
 
         Returns:
-            `(logits (B, V) float32, weights (B, L) float32, cache)`: the
-            logits after each prompt's last token, that position's weights
-            over the cache (`L = P + max_length`) and the cache.
+            logits: float32 `(B, V)`, after each prompt's last token.
+            weights: float32 `(B, L)`, that position's weights over the cache
+                (`L = P + max_length`).
+            cache: the cache.
         """
         lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
         context, weights = self.attention(

@@ -23,7 +23,7 @@ class StepModel(Protocol):
     `copy_probabilities(source, tokens, start_id)` (`p_gen` behind each
     generated token); its steps score `output_vocab_size + num_oov` ids.
 
-    Beam search repeats the cache `beam_width` times along the batch axis and
+    Beam search repeats the cache `num_beams` times along the batch axis and
     reorders it as beams are selected. Its coverage penalty reads two optional
     entries of a dict cache: `memory_mask` `(B, S)` bool (True at real source
     positions; without it every position is real) and `initial_alignments`
@@ -43,9 +43,9 @@ class StepModel(Protocol):
                 prompts.
 
         Returns:
-            `(logits, weights, cache)`: float32 logits `(B, V)` of the first
-            generated token, its attention weights `(B, S)` and the cache, a
-            nest of tensors whose leading axis is the batch.
+            logits: float32 `(B, V)`, of the first generated token.
+            weights: its attention weights `(B, S)`.
+            cache: a nest of tensors whose leading axis is the batch.
         """
 
     def next_logits(self, token, cache):

@@ -1,8 +1,8 @@
 import base64
 import io
+import warnings
 
-import keras
-
+from keras_attn_rnn import _deprecation, serializable
 from keras_attn_rnn.tokenizers.tokenizer import (
     END,
     PAD,
@@ -16,16 +16,24 @@ from keras_attn_rnn.tokenizers.tokenizer import (
 MODEL_TYPES = ("unigram", "bpe")
 # With byte fallback every UTF-8 byte has a piece: the vocabulary needs room for them.
 _BYTE_PIECES = 256
+# `adapt` warns when byte pieces are more than this share of the vocabulary learnt.
+MOST_BYTES = 0.5
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+class MostlyBytesWarning(UserWarning):
+    """`SentencePieceTokenizer.adapt` learnt a vocabulary mostly of byte pieces."""
+
+
+@serializable.register
+@_deprecation.renamed(old_order=("model_type", "byte_fallback", "max_sentence_length", "lowercase"))
 class SentencePieceTokenizer(Tokenizer):
     """Subword units (BPE or unigram) learnt from your text by SentencePiece.
 
     Why SentencePiece (Kudo and Richardson, 2018): it is lossless by construction
-    (spaces are a piece, `▁`, so `decode(encode(text)) == text` for any text,
-    accents, CJK and emoji included: with `byte_fallback`, a character never seen
-    in training is spelt as its UTF-8 bytes instead of `<unk>`); it needs no
+    (spaces are a piece, `▁`, so `decode(encode(text)) == text` for any text made
+    of characters seen in training; with `byte_fallback=True`, any text at all,
+    accents, CJK and emoji included: a character never seen in training is spelt
+    as its UTF-8 bytes instead of `<unk>`); it needs no
     pre-tokenizer, so it serves languages without spaces; its whole model is one
     serialized protocol buffer, which travels inside this layer's config (and so
     inside a `.keras` file and the runner's served model); and its trainer is fast
@@ -40,29 +48,33 @@ class SentencePieceTokenizer(Tokenizer):
             `byte_fallback`, the 256 byte pieces included); a small corpus may give
             fewer pieces.
         model_type: `"unigram"` (SentencePiece's default) or `"bpe"`.
-        byte_fallback: spell characters outside the vocabulary as bytes (needs
-            `vocabulary_size` > 260) rather than `<unk>`.
+        byte_fallback: spell characters outside the vocabulary as bytes rather
+            than `<unk>`. Off by default: its 256 byte pieces count in
+            `vocabulary_size`, so it needs a vocabulary well above 256 (say 1000 and
+            more) to leave room for subwords; `adapt` warns when byte pieces take
+            most of the vocabulary.
         max_sentence_length: the longest text, in bytes, `adapt` trains on
             (longer ones are skipped by SentencePiece).
         lowercase: lower-case texts before encoding (then decoding gives the
             lower-cased text).
 
-    Example:
-
-    >>> from keras_attn_rnn.tokenizers import SentencePieceTokenizer
-    >>> tokenizer = SentencePieceTokenizer(vocabulary_size=300, model_type="bpe")
-    >>> tokenizer.adapt(["the cat sat on the mat", "a dog sat on a log"] * 20)
-    >>> ids = tokenizer.encode("the dog sat  on 東京 🙂")
-    >>> tokenizer.decode(ids)
-    'the dog sat  on 東京 🙂'
+    Examples:
+        >>> from keras_attn_rnn.tokenizers import SentencePieceTokenizer
+        >>> tokenizer = SentencePieceTokenizer(vocabulary_size=40, model_type="bpe")
+        >>> tokenizer.adapt(["the cat sat on the mat", "a dog sat on a log"] * 20)
+        >>> tokenizer.tokenize("the dog sat")
+        ['▁the', '▁dog', '▁sat']
+        >>> tokenizer.decode(tokenizer.encode("the dog sat  on a mat"))
+        'the dog sat  on a mat'
     """
 
     def __init__(
         self,
         proto=None,
         vocabulary_size=8000,
+        *,
         model_type="unigram",
-        byte_fallback=True,
+        byte_fallback=False,
         max_sentence_length=16384,
         lowercase=False,
         **kwargs,
@@ -114,9 +126,23 @@ class SentencePieceTokenizer(Tokenizer):
         return None if self._processor is None else self._processor.serialized_model_proto()
 
     def set_proto(self, proto):
-        """Loads a trained model: bytes, or the base64 text `get_config` writes."""
+        """Loads a trained model: bytes, or the base64 text `get_config` writes.
+
+        A damaged model (cut short or corrupted, e.g. in a `.keras` file or a served
+        model's text card) raises a `ValueError` naming this tokenizer, short: the model
+        itself is not printed."""
+        damaged = (
+            f"the SentencePiece model saved with tokenizer {self.name!r} is damaged (cut short "
+            "or corrupted): save the tokenizer again, or adapt it again"
+        )
         if isinstance(proto, str):
-            proto = base64.b64decode(proto.encode("ascii"))
+            try:
+                proto = base64.b64decode(proto.encode("ascii"), validate=True)
+            except (ValueError, UnicodeError) as err:  # binascii.Error is a ValueError
+                raise ValueError(
+                    f"proto must be a SentencePiece model in base64; {damaged} ({err}). "
+                    f"Received: proto of {len(proto)} characters"
+                ) from None
         if not isinstance(proto, (bytes, bytearray)):
             raise ValueError(
                 "proto must be the bytes of a trained SentencePiece model. "
@@ -125,8 +151,11 @@ class SentencePieceTokenizer(Tokenizer):
         processor = _sentencepiece().SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(bytes(proto))
-        except (RuntimeError, OSError) as err:
-            raise ValueError(f"proto is not a SentencePiece model ({err}).") from None
+        except (RuntimeError, OSError):
+            raise ValueError(
+                f"proto must be a serialized SentencePiece model; {damaged}. "
+                f"Received: proto of {len(proto)} bytes that SentencePiece cannot parse"
+            ) from None
         ids = (processor.pad_id(), processor.bos_id(), processor.eos_id(), processor.unk_id())
         if ids != (PAD, START, END, UNK):
             raise ValueError(
@@ -162,6 +191,21 @@ class SentencePieceTokenizer(Tokenizer):
                 f"vocabulary_size. Received: vocabulary_size={self.vocabulary_size_target}"
             ) from None
         self.set_proto(model.getvalue())
+        self._warn_if_mostly_bytes()
+
+    def _warn_if_mostly_bytes(self):
+        size = self.vocabulary_size
+        if self.byte_fallback and _BYTE_PIECES / size > MOST_BYTES:
+            warnings.warn(
+                f"{_BYTE_PIECES} of this SentencePiece vocabulary's {size} pieces are byte "
+                f"pieces (byte_fallback=True), which leaves {size - _BYTE_PIECES} for "
+                "characters and subwords: text is mostly spelt one character at a time. "
+                f"Raise vocabulary_size (above {2 * _BYTE_PIECES}; 1000 and more for "
+                "subwords) or pass byte_fallback=False. Received: "
+                f"vocabulary_size={self.vocabulary_size_target}, byte_fallback=True",
+                MostlyBytesWarning,
+                stacklevel=3,
+            )
 
     def _train(self, texts, model):
         _sentencepiece().SentencePieceTrainer.train(

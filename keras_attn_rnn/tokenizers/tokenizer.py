@@ -1,6 +1,9 @@
 from typing import NamedTuple
 
 import keras
+import numpy as np
+
+from keras_attn_rnn import _keras_compat
 
 # The ids every vocabulary starts with.
 PAD, START, END, UNK = 0, 1, 2, 3
@@ -42,7 +45,15 @@ class Tokenizer(keras.layers.Layer):
     def __init__(self, **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
+        _keras_compat.accept_python_inputs(self)
         self._index = None
+
+    def call(self, inputs):
+        """`tokenizer(text)` is `encode(text)` (a list of ids); `tokenizer(texts)` is
+        `encode_batch(texts)` (a list of id lists), as keras-hub's tokenizers are called."""
+        if isinstance(inputs, (str, bytes)):
+            return self.encode(check_texts(inputs, "inputs")[0])
+        return self.encode_batch(check_texts(inputs, "inputs"))
 
     # ---------------------------------------------------------------- what a subclass gives
 
@@ -72,6 +83,26 @@ class Tokenizer(keras.layers.Layer):
     def __len__(self):
         return self.vocabulary_size
 
+    def get_vocabulary(self):
+        """The tokens in id order, a new list (keras-hub's name for `vocabulary`)."""
+        return list(self.vocabulary)
+
+    def id_to_token(self, id):
+        """The token of id `id` (keras-hub's); raises for an id outside the vocabulary."""
+        size = self.vocabulary_size
+        if isinstance(id, bool) or not isinstance(id, (int, np.integer)) or not 0 <= id < size:
+            raise ValueError(f"id must be an integer in [0, {size}). Received: id={id!r}")
+        return self.vocabulary[int(id)]
+
+    def token_to_id(self, token):
+        """The id of `token` (keras-hub's); raises for a token outside the vocabulary."""
+        if not isinstance(token, str) or token not in self.index:
+            raise ValueError(
+                f"token must be a token of the vocabulary ({self.vocabulary_size} tokens). "
+                f"Received: token={_preview(token)}"
+            )
+        return self.index[token]
+
     @property
     def index(self):
         """Token -> id."""
@@ -81,6 +112,13 @@ class Tokenizer(keras.layers.Layer):
 
     def _vocabulary_changed(self):
         self._index = None
+
+    @classmethod
+    def from_config(cls, config):
+        """`cls(**config)`. Keras's `Layer.from_config` would turn a damaged vocabulary's
+        `ValueError` (which names the tokenizer and what is wrong) into a `TypeError`
+        that prints the whole config: a SentencePiece model in base64, kilobytes long."""
+        return cls(**config)
 
     def replace(self, **changes):
         """A copy with the constructor arguments in `changes` replaced (e.g. `vocabulary=`)."""
@@ -191,10 +229,13 @@ def check_text(text):
 
 
 def check_texts(texts, name="texts"):
-    """`texts` (a str, or an iterable of str, NumPy string arrays included) as a list."""
+    """`texts` (a str, or an iterable of str, NumPy string arrays included) as a list; bytes
+    (what `tf.data` gives for strings) are read as UTF-8."""
+    if isinstance(texts, bytes):
+        texts = _utf8(texts, name)
     if isinstance(texts, str):
         return [texts]
-    if isinstance(texts, (bytes, dict)) or not hasattr(texts, "__iter__"):
+    if isinstance(texts, dict) or not hasattr(texts, "__iter__"):
         raise ValueError(
             f"{name} must be a string or a list of strings. "
             f"Received: {name}={_preview(texts)} ({type(texts).__name__})"
@@ -203,6 +244,8 @@ def check_texts(texts, name="texts"):
     for i, text in enumerate(texts):
         if hasattr(text, "item") and not isinstance(text, str):  # NumPy str_ / 0-d array
             text = text.item()
+        if isinstance(text, bytes):
+            text = _utf8(text, f"{name}[{i}]")
         if not isinstance(text, str):
             raise ValueError(
                 f"{name} must hold strings only. Received: {name}[{i}]={_preview(text)} "
@@ -213,17 +256,28 @@ def check_texts(texts, name="texts"):
 
 
 def is_text(value):
-    """True for a str, or a list/tuple/NumPy array whose first element is a str."""
-    if isinstance(value, str):
+    """True for a str (or bytes), or a list/tuple/NumPy array whose first element is one."""
+    if isinstance(value, (str, bytes)):
         return True
     if isinstance(value, (list, tuple)) and value:
-        return isinstance(value[0], str)
+        return isinstance(value[0], (str, bytes))
     dtype = getattr(value, "dtype", None)
     return (
         dtype is not None
         and getattr(dtype, "kind", "") in ("U", "O", "S")
-        and (len(value) == 0 or isinstance(value.reshape(-1)[0].item(), str))
+        and getattr(value, "ndim", 0) >= 1
+        and (len(value) == 0 or isinstance(value.reshape(-1)[0].item(), (str, bytes)))
     )
+
+
+def _utf8(value, name):
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{name} must be text: bytes are read as UTF-8 ({err.reason}). "
+            f"Received: {name}={_preview(value)}"
+        ) from None
 
 
 def _preview(value, limit=80):

@@ -1,20 +1,36 @@
 import collections
 import re
 
-import keras
-
+from keras_attn_rnn import _deprecation, serializable
 from keras_attn_rnn.tokenizers.tokenizer import SPECIALS, Tokenizer, check_texts
 
 SPLITS = ("chars", "whitespace", "regex")
 
 
-@keras.saving.register_keras_serializable(package="keras_attn_rnn")
+@serializable.register
+@_deprecation.renamed(
+    {"max_tokens": "sequence_length", "max_vocabulary": "vocabulary_size"},
+    old_order=(
+        "split",
+        "pattern",
+        "joiner",
+        "lowercase",
+        "pad_to",
+        "reverse",
+        "sequence_length",
+        "empty_as_unknown",
+        "vocabulary_size",
+        "min_count",
+    ),
+    # `vocabulary_size` is the size of the vocabulary it has (`Tokenizer`'s)
+    attributes={"max_tokens": "sequence_length", "max_vocabulary": "vocabulary_size_target"},
+)
 class VocabularyTokenizer(Tokenizer):
     """Characters or words with a vocabulary: text -> tokens by a fixed rule -> ids.
 
     A text becomes tokens in this order: padded with spaces on the right to
     `pad_to` characters (a longer text is kept whole), reversed with
-    `reverse`, lower-cased with `lowercase`, split, and cut to `max_tokens`.
+    `reverse`, lower-cased with `lowercase`, split, and cut to `sequence_length`.
     Tokens become ids through the vocabulary; a token not in it is `<unk>`,
     and with `empty_as_unknown` a text with no tokens is one `<unk>`. `decode`
     goes back: the tokens of the ids up to the first `</s>`, special tokens
@@ -35,37 +51,37 @@ class VocabularyTokenizer(Tokenizer):
         lowercase: lower-case the text before splitting.
         pad_to: the width a text is padded to first, or None.
         reverse: reverse the (padded) text.
-        max_tokens: keep the first `max_tokens` tokens, or None for all.
+        sequence_length: keep the first `sequence_length` tokens, or None for all.
         empty_as_unknown: encode a text with no tokens as one `<unk>`.
-        max_vocabulary: with `adapt`, the largest vocabulary (special tokens
+        vocabulary_size: with `adapt`, the largest vocabulary (special tokens
             included), or None for every token seen.
         min_count: with `adapt`, the fewest times a token must appear.
 
-    Example:
-
-    >>> from keras_attn_rnn.tokenizers import WordTokenizer
-    >>> tokenizer = WordTokenizer(lowercase=True)
-    >>> tokenizer.adapt(["the cat sat", "The dog sat"])
-    >>> tokenizer.vocabulary
-    ['<pad>', '<s>', '</s>', '<unk>', 'the', 'sat', 'cat', 'dog']
-    >>> tokenizer.encode("The bird sat")
-    [4, 3, 5]
-    >>> tokenizer.decode([4, 6, 5, 2, 7])
-    'the cat sat'
+    Examples:
+        >>> from keras_attn_rnn.tokenizers import WordTokenizer
+        >>> tokenizer = WordTokenizer(lowercase=True)
+        >>> tokenizer.adapt(["the cat sat", "The dog sat"])
+        >>> tokenizer.vocabulary
+        ['<pad>', '<s>', '</s>', '<unk>', 'the', 'sat', 'cat', 'dog']
+        >>> tokenizer.encode("The bird sat")
+        [4, 3, 5]
+        >>> tokenizer.decode([4, 6, 5, 2, 7])
+        'the cat sat'
     """
 
     def __init__(
         self,
         vocabulary=None,
+        *,
         split="chars",
         pattern=None,
         joiner="",
         lowercase=False,
         pad_to=None,
         reverse=False,
-        max_tokens=None,
+        sequence_length=None,
         empty_as_unknown=False,
-        max_vocabulary=None,
+        vocabulary_size=None,
         min_count=1,
         **kwargs,
     ):
@@ -83,8 +99,8 @@ class VocabularyTokenizer(Tokenizer):
             raise ValueError(f"joiner must be a string. Received: joiner={joiner!r}")
         for name, value in (
             ("pad_to", pad_to),
-            ("max_tokens", max_tokens),
-            ("max_vocabulary", max_vocabulary),
+            ("sequence_length", sequence_length),
+            ("vocabulary_size", vocabulary_size),
         ):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -92,10 +108,10 @@ class VocabularyTokenizer(Tokenizer):
                 raise ValueError(
                     f"{name} must be a positive integer or None. Received: {name}={value!r}"
                 )
-        if max_vocabulary is not None and max_vocabulary <= len(SPECIALS):
+        if vocabulary_size is not None and vocabulary_size <= len(SPECIALS):
             raise ValueError(
-                f"max_vocabulary must leave room beyond the {len(SPECIALS)} special tokens. "
-                f"Received: max_vocabulary={max_vocabulary}"
+                f"vocabulary_size must leave room beyond the {len(SPECIALS)} special tokens. "
+                f"Received: vocabulary_size={vocabulary_size}"
             )
         if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
             raise ValueError(
@@ -115,9 +131,9 @@ class VocabularyTokenizer(Tokenizer):
         self.lowercase = bool(lowercase)
         self.pad_to = pad_to
         self.reverse = bool(reverse)
-        self.max_tokens = max_tokens
+        self.sequence_length = sequence_length
         self.empty_as_unknown = bool(empty_as_unknown)
-        self.max_vocabulary = max_vocabulary
+        self.vocabulary_size_target = vocabulary_size  # what adapt aims at, at most
         self.min_count = min_count
 
     @property
@@ -135,8 +151,8 @@ class VocabularyTokenizer(Tokenizer):
             counts.update(self._split(text))
         kept = [token for token, count in counts.most_common() if count >= self.min_count]
         kept = [token for token in kept if token not in SPECIALS]
-        if self.max_vocabulary is not None:
-            kept = kept[: self.max_vocabulary - len(SPECIALS)]
+        if self.vocabulary_size_target is not None:
+            kept = kept[: self.vocabulary_size_target - len(SPECIALS)]
         self.set_vocabulary(kept)
 
     def _split(self, text):
@@ -154,7 +170,7 @@ class VocabularyTokenizer(Tokenizer):
         if self.reverse:
             text = text[::-1]
         tokens = self._split(text)
-        return tokens if self.max_tokens is None else tokens[: self.max_tokens]
+        return tokens if self.sequence_length is None else tokens[: self.sequence_length]
 
     def token_ids(self, tokens):
         ids = super().token_ids(tokens)
@@ -178,9 +194,9 @@ class VocabularyTokenizer(Tokenizer):
             "lowercase": self.lowercase,
             "pad_to": self.pad_to,
             "reverse": self.reverse,
-            "max_tokens": self.max_tokens,
+            "sequence_length": self.sequence_length,
             "empty_as_unknown": self.empty_as_unknown,
-            "max_vocabulary": self.max_vocabulary,
+            "vocabulary_size": self.vocabulary_size_target,
             "min_count": self.min_count,
         }
 

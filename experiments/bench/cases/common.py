@@ -35,6 +35,8 @@ class Options:
     # or, with `--no-mlflow`, to a throw-away SQLite store
     temporary_store: bool = False
     repeats_override: int | None = None  # `--repeats N`: N pairs for every benchmark
+    # `--pairs FILE`: length_buckets_speedup measures on this file of pairs too
+    pairs_file: str | None = None
 
     @property
     def sizes(self) -> dict:

@@ -18,7 +18,7 @@ def _language_model(options: Options):
     s = options.sizes["generation"]
     keras.utils.set_random_seed(options.seed)
     model = AttentiveLanguageModel(
-        vocab_size=s["vocab"],
+        vocabulary_size=s["vocab"],
         embedding_dim=s["embedding_dim"],
         units=s["units"],
         attention={"score": "dot"},
