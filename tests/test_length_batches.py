@@ -134,3 +134,45 @@ def test_batches_of_other_widths_than_the_first_two_train_on_tensorflow(tmp_path
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(data, epochs=2, shuffle=False, verbose=0)
     assert len(history.history["loss"]) == 2
+
+
+def test_pooled_batches_are_sorted_within_a_pool_and_change_their_rows_each_epoch(tmp_path):
+    split = stored(tmp_path)
+    sources, targets = split.lengths()
+    fixed = LengthBatches(split, 16, seed=2)
+    pooled = LengthBatches(split, 16, seed=2, pool=4)
+    assert len(pooled) == len(fixed)
+
+    def kept_batchmates(batches):  # the mean share of a row's batchmates that stay with it
+        mates = []
+        for epoch in (0, 1):
+            batch_of = np.empty(len(split), "int64")
+            for i in range(len(batches)):
+                batch_of[batches.batch_rows(i, epoch)] = i
+            mates.append(batch_of)
+        kept = [
+            np.mean(mates[1][mates[0] == mates[0][row]] == mates[1][row])
+            for row in range(len(split))
+        ]
+        return float(np.mean(kept))
+
+    # sorted once, the fixed feed makes nearly the same batches every epoch (only rows of
+    # equal lengths trade places); pools of shuffled rows make new ones
+    assert kept_batchmates(fixed) > 0.8
+    assert kept_batchmates(pooled) < 0.3
+    for epoch in (0, 1):
+        assert sorted(rows_of(pooled, epoch)) == list(range(len(split)))
+        order, _ = pooled.plan(epoch)
+        for start in range(0, len(order), 64):  # length order within each pool of 4 batches
+            key = targets[order[start : start + 64]] * 100 + sources[order[start : start + 64]]
+            assert (np.diff(key) >= 0).all()
+        assert rows_of(pooled, epoch) == rows_of(LengthBatches(split, 16, seed=2, pool=4), epoch)
+    padding = [b[1].size for b in (pooled[i] for i in range(len(pooled)))]
+    assert sum(padding) < len(split) * targets.max()  # padded per batch, not to the longest
+
+
+def test_a_pool_needs_a_fixed_batch_size(tmp_path):
+    split = stored(tmp_path)
+    for options in ({"pool": 0}, {"pool": 4, "batch_tokens": 400}):
+        with pytest.raises(ValueError, match=r"pool .*Received: pool="):
+            LengthBatches(split, 16, seed=0, **options)

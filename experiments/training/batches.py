@@ -96,9 +96,17 @@ class LengthBatches(keras.utils.PyDataset):
         batch_tokens: int | None = None,
         multiple: int = 1,
         pad_to: int = 4,
+        pool: int | None = None,
     ):
         super().__init__()
+        if pool is not None and (batch_tokens is not None or pool < 1):
+            raise ValueError(
+                "pool (batches per pool of shuffled rows) needs a fixed batch_size, at least 1 "
+                f"batch and no batch_tokens. Received: pool={pool!r}, "
+                f"batch_tokens={batch_tokens!r}"
+            )
         self.split, self.seed, self.epoch = split, seed, epoch
+        self.pool_rows = None if pool is None else pool * batch_size
         self.inputs = inputs or _inputs
         self.shard, self.pad_to = shard, pad_to
         multiple = multiple * shard[1]
@@ -127,8 +135,11 @@ class LengthBatches(keras.utils.PyDataset):
         if self._plan_epoch != epoch:
             rng = np.random.default_rng([self.seed, epoch])
             shuffled = rng.permutation(len(self._key))
+            key = self._key[shuffled].astype("int64")
+            if self.pool_rows is not None:  # sorted within each pool of shuffled rows
+                key += np.arange(len(key)) // self.pool_rows * (int(key.max(initial=0)) + 1)
             # a stable sort of shuffled rows: equal lengths in a random order
-            order = shuffled[np.argsort(self._key[shuffled], kind="stable")]
+            order = shuffled[np.argsort(key, kind="stable")]
             self._plan = order, rng.permutation(len(self))
             self._plan_epoch = epoch
         return self._plan
