@@ -240,6 +240,14 @@ class TrainConfig(Section):
         "as fit this many source + target tokens, padding included (fairseq's --max-tokens); "
         "for tasks that read a file of pairs (their training rows are batched by length).",
     )
+    batch_pool: int | None = Field(
+        None,
+        ge=1,
+        description="Sort rows by length within pools of this many batches of shuffled rows "
+        "(Marian's maxi-batches, OpenNMT's pool), so a batch's rows change from epoch to "
+        "epoch, at the cost of more padding; unset: sorted once over the whole split "
+        "(fairseq). With `batch_size` rows only, not `batch_tokens`.",
+    )
     learning_rate: float = Field(1e-3, gt=0.0, description="The optimizer's learning rate.")
     lr_schedule: Literal["constant", "cosine"] = Field(
         "constant", description="cosine: decays the learning rate to 0 over the run."
@@ -289,6 +297,16 @@ class TrainConfig(Section):
         "folders later).",
     )
     verbose: Literal[0, 1, 2] = Field(2, description="Keras' `fit` verbosity.")
+
+    @model_validator(mode="after")
+    def _pool_of_rows(self) -> TrainConfig:
+        if self.batch_pool is not None and self.batch_tokens is not None:
+            raise ValueError(
+                "train.batch_pool pools batches of train.batch_size rows; it does not apply "
+                "to batches of train.batch_tokens tokens: set one of them. Received: "
+                f"batch_pool={self.batch_pool}, batch_tokens={self.batch_tokens}"
+            )
+        return self
 
     @field_validator("optimizer")
     @classmethod

@@ -176,3 +176,14 @@ def test_a_pool_needs_a_fixed_batch_size(tmp_path):
     for options in ({"pool": 0}, {"pool": 4, "batch_tokens": 400}):
         with pytest.raises(ValueError, match=r"pool .*Received: pool="):
             LengthBatches(split, 16, seed=0, **options)
+
+
+def test_the_config_refuses_a_pool_of_token_budgets():
+    from experiments import config as config_lib
+    from experiments.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"train.batch_pool .*batch_pool=4, batch_tokens=512"):
+        config_lib.validate(
+            {"task": {"name": "reverse"}, "train": {"batch_pool": 4, "batch_tokens": 512}}
+        )
+    assert config_lib.validate({"task": {"name": "reverse"}, "train": {"batch_pool": 4}})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import random
+import resource
+import sys
 import time
 from pathlib import Path
 
@@ -20,8 +22,15 @@ from experiments.training.batches import EpochBatches
 from keras_attn_rnn import plotting
 
 
+def peak_memory_mb() -> float:
+    """This process's peak resident memory so far (its high-water mark), in MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # bytes on macOS, else KiB
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
 class EpochClock(keras.callbacks.Callback):
-    """Seeds each epoch and adds `epoch_seconds` and `tokens_per_second` to the logs.
+    """Seeds each epoch and adds `epoch_seconds`, `tokens_per_second` and `peak_memory_mb`
+    (the process's peak resident memory so far) to the logs.
 
     Each epoch reseeds Python's and NumPy's global generators only. TensorFlow's
     and Keras's global seeds are set once, when the run starts: Keras layers draw
@@ -47,6 +56,7 @@ class EpochClock(keras.callbacks.Callback):
         seconds = time.perf_counter() - self.started
         logs["epoch_seconds"] = seconds
         logs["tokens_per_second"] = self.tokens_per_epoch / max(seconds, 1e-9)
+        logs["peak_memory_mb"] = peak_memory_mb()
 
 
 class EvalMetrics(keras.callbacks.Callback):

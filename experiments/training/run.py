@@ -34,7 +34,9 @@ from experiments.training import checkpoints, datasets, distribute, guards, noti
 from experiments.training.batches import epoch_batches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
-RUN_METRICS = frozenset({"loss", "val_loss", "epoch_seconds", "tokens_per_second"})
+RUN_METRICS = frozenset(
+    {"loss", "val_loss", "epoch_seconds", "tokens_per_second", "peak_memory_mb"}
+)
 # `train.mixed_precision` -> Keras dtype policy.
 MIXED_POLICIES = {True: "mixed_float16", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 # Longest `failure_reason` tag (MLflow takes tag values of up to 8000 characters).
@@ -363,11 +365,12 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
 
 
 def feed_options(cfg) -> dict:
-    """What a length-bucketed feed takes besides the batch size: the token budget, the
+    """What a length-bucketed feed takes besides the batch size: the token budget or pool, the
     replicas a batch is split over (a short last batch is filled up to a multiple of them)
     and the backend's padding multiple (see `epoch_batches`)."""
     return {
         "batch_tokens": cfg.train.batch_tokens,
+        "pool": cfg.train.batch_pool,
         "multiple": distribute.planned_replicas(cfg.train.distribute),
         "pad_to": backends.current().pad_multiple,
     }
@@ -503,4 +506,7 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
             # the Keras-flavor model where it is logged, else the text model
             uri = model_tags.get("model_uri", model_tags["text_model_uri"])
             _register(tracker, uri, cfg.tracking.register_model)
+    # the peak with the test scores, samples and model too: beside the last epoch's
+    # `peak_memory_mb`, it shows whether the end of the run needed more memory than training
+    tracker.log_metrics_once({"run_peak_memory_mb": cb.peak_memory_mb()}, last_step)
     tracker.wait()  # the heatmaps: a failure fails the run
