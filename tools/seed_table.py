@@ -4,8 +4,11 @@ the mean (min-max) over the runs that share it (the seeds of `--grid train.seed=
     MLFLOW_TRACKING_URI=... python tools/seed_table.py EXPERIMENT [--by model.decoder] \
         [--metrics test_bleu_greedy test_chrf_greedy ...]
 
-Seconds per epoch are each run's median `epoch_seconds` (the median resists an epoch slowed
-by another process), then averaged over the runs; parameters are `model_parameters`. Prints
+Seconds per epoch and tokens a second are each run's median `epoch_seconds` and
+`tokens_per_second` (the median resists an epoch slowed by another process), then averaged
+over the runs; parameters are `model_parameters`; peak memory is the process's resident
+high-water mark in MB, training (`peak_memory_mb` at the last epoch) and the whole run
+(`run_peak_memory_mb`, test scores and model logging included). Prints
 the run ids under the table, so every figure can be traced to its run in the MLflow UI.
 """
 
@@ -27,6 +30,15 @@ METRICS = [
 ]
 
 
+# per-epoch metrics and their column: each run's median epoch
+PER_EPOCH = {"epoch_seconds": "seconds_per_epoch", "tokens_per_second": "tokens_per_second"}
+# the budget's columns: seconds and tokens a second (medians), parameters, peak memory (MB)
+# while training (the last epoch's high-water mark) and over the whole run
+BUDGET = ["seconds_per_epoch", "tokens_per_second", "model_parameters"]
+BUDGET += ["peak_memory_mb", "run_peak_memory_mb"]
+WHOLE = {"model_parameters", "tokens_per_second", "peak_memory_mb", "run_peak_memory_mb"}
+
+
 def collect(client: MlflowClient, experiment: str, by: str) -> dict[str, list[dict]]:
     found = client.get_experiment_by_name(experiment)
     if found is None:
@@ -35,9 +47,11 @@ def collect(client: MlflowClient, experiment: str, by: str) -> dict[str, list[di
     for run in client.search_runs([found.experiment_id], "attributes.status = 'FINISHED'"):
         if by not in run.data.params:  # the sweep's parent run
             continue
-        history = client.get_metric_history(run.info.run_id, "epoch_seconds")
         figures = dict(run.data.metrics)
-        figures["seconds_per_epoch"] = statistics.median(m.value for m in history)
+        for metric, column in PER_EPOCH.items():
+            history = client.get_metric_history(run.info.run_id, metric)
+            if history:
+                figures[column] = statistics.median(m.value for m in history)
         figures["run_id"] = run.info.run_id
         groups.setdefault(run.data.params[by], []).append(figures)
     return groups
@@ -51,7 +65,7 @@ def spread(values: list[float], digits: int) -> str:
 
 
 def table(groups: dict[str, list[dict]], by: str, metrics: list[str]) -> str:
-    columns = [*metrics, "seconds_per_epoch", "model_parameters"]
+    columns = [*metrics, *BUDGET]
     lines = [
         "| " + " | ".join([by, "runs", *columns]) + " |",
         "|" + "---|" * (len(columns) + 2),
@@ -60,7 +74,7 @@ def table(groups: dict[str, list[dict]], by: str, metrics: list[str]) -> str:
         cells = [value, str(len(runs))]
         for column in columns:
             present = [run[column] for run in runs if column in run]
-            digits = 3 if "exact_match" in column else 0 if column == "model_parameters" else 1
+            digits = 3 if "exact_match" in column else 0 if column in WHOLE else 1
             cells.append(spread(present, digits) if present else "–")
         lines.append("| " + " | ".join(cells) + " |")
     for value, runs in groups.items():
