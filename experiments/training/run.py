@@ -315,6 +315,7 @@ def compile_model(model, cfg, task) -> None:
 
 
 def _train(cfg, task, tracker, folder: Path, *, strategy, extra_callbacks=()) -> None:
+    cb.reset_peak_memory()  # the run's own peak, not an earlier sweep point's
     keras.utils.set_random_seed(cfg.train.seed)
     if cfg.train.mixed_precision:
         keras.config.set_dtype_policy(MIXED_POLICIES[cfg.train.mixed_precision])
