@@ -42,10 +42,13 @@ def macro_f1(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> f
     return float(f1[present].mean()) if present.any() else 0.0
 
 
-def token_accuracy(targets: np.ndarray, logits: np.ndarray) -> float:
-    """Teacher-forced next-token accuracy over non-padding target positions."""
+def token_accuracy(targets: np.ndarray, predictions: np.ndarray) -> float:
+    """Teacher-forced next-token accuracy over non-padding target positions; `predictions`
+    the predicted ids (B, T) or the logits (B, T, V)."""
+    if predictions.ndim > targets.ndim:
+        predictions = np.argmax(predictions, -1)
     valid = targets != PAD
-    return float(np.mean((np.argmax(logits, -1) == targets)[valid]))
+    return float(np.mean((predictions == targets)[valid]))
 
 
 def exact_match(targets: np.ndarray, decoded: np.ndarray) -> float:
@@ -78,17 +81,24 @@ def _strip(ids) -> list[int]:
     return out
 
 
-def cross_entropy(targets: np.ndarray, logits: np.ndarray) -> float:
-    """Mean negative log-likelihood in nats over non-padding targets."""
+def target_log_probs(targets: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    """The log-probability (B, T) each row's logits (B, T, V) give its target."""
     logits = logits.astype("float64")
     logits = logits - logits.max(-1, keepdims=True)
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    picked = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
-    return float(-picked[targets != PAD].mean())
+    return np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+
+
+def cross_entropy(targets: np.ndarray, logits: np.ndarray) -> float:
+    """Mean negative log-likelihood in nats over non-padding targets; `logits` (B, T, V), or
+    the targets' log-probabilities (B, T) (`target_log_probs`)."""
+    if logits.ndim > targets.ndim:
+        logits = target_log_probs(targets, logits)
+    return float(-logits[targets != PAD].mean())
 
 
 def language_model_metrics(targets: np.ndarray, logits: np.ndarray) -> dict[str, float]:
-    """Perplexity and bits per character."""
+    """Perplexity and bits per character; `logits` as `cross_entropy` takes them."""
     nll = cross_entropy(targets, logits)
     return {"perplexity": float(np.exp(nll)), "bits_per_char": nll / np.log(2.0)}
 
@@ -99,19 +109,28 @@ def alignment_accuracy(weights: np.ndarray, alignment: np.ndarray) -> float:
     `weights` is (B, S) with `alignment` (B,), or (B, T, S) with `alignment`
     (B, T); positions with alignment -1 are ignored.
     """
+    hits, count = alignment_terms(weights, alignment)
+    return hits / count if count else float("nan")
+
+
+def alignment_terms(weights: np.ndarray, alignment: np.ndarray) -> tuple[int, int]:
+    """`alignment_accuracy`'s hits and counted positions, so that batches can be added up."""
     valid = alignment >= 0
-    if not valid.any():
-        return float("nan")
-    return float(np.mean((np.argmax(weights, -1) == alignment)[valid]))
+    return int((np.argmax(weights, -1) == alignment)[valid].sum()), int(valid.sum())
 
 
 def attention_entropy(weights: np.ndarray, valid: np.ndarray | None = None) -> float:
     """Mean entropy (nats) of the attention rows; rows with no weight are skipped."""
+    total, rows = entropy_terms(weights, valid)
+    return total / rows if rows else float("nan")
+
+
+def entropy_terms(weights: np.ndarray, valid: np.ndarray | None = None) -> tuple[float, int]:
+    """`attention_entropy`'s sum of the kept rows' entropies and their count, so that batches
+    can be added up."""
     w = weights.reshape(-1, weights.shape[-1]).astype("float64")
     keep = w.sum(-1) > 0.5
     if valid is not None:
         keep &= valid.reshape(-1)
-    if not keep.any():
-        return float("nan")
     w = w[keep]
-    return float(-(w * np.log(np.where(w > 0, w, 1.0))).sum(-1).mean())
+    return float(-(w * np.log(np.where(w > 0, w, 1.0))).sum()), int(keep.sum())

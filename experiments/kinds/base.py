@@ -12,6 +12,7 @@ import training or tracking.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -181,16 +182,33 @@ class TaskKind:
         return names
 
     def evaluate(self, model, task: Task, split: Split) -> dict[str, float]:
-        """`metric_names` on `split`, plus `alignment_accuracy` (when known) and `attention_entropy`."""
-        logits, weights = modeling.forward(model, split)
-        out = self.task_metrics(model, task, split, logits)
+        """`metric_names` on `split`, plus `alignment_accuracy` (when known) and
+        `attention_entropy`: batch by batch, keeping of each batch's logits what
+        `logit_summary` keeps, so that a split's evaluation needs no more memory than a
+        batch's (never the whole split's logits)."""
+        attended = self.attended_rows(split)
+        kept, entropy, alignment = [], [0.0, 0], [0, 0]
+        for rows, logits, weights in modeling.forward(model, split):
+            kept.append(self.logit_summary(logits, split.y[rows]))
+            terms = metrics.entropy_terms(weights, None if attended is None else attended[rows])
+            entropy = [a + b for a, b in zip(entropy, terms)]
+            if split.alignment is not None:
+                terms = metrics.alignment_terms(weights, split.alignment[rows])
+                alignment = [a + b for a, b in zip(alignment, terms)]
+        out = self.task_metrics(model, task, split, np.concatenate(kept))
         if split.alignment is not None:
-            out["alignment_accuracy"] = metrics.alignment_accuracy(weights, split.alignment)
-        out["attention_entropy"] = metrics.attention_entropy(weights, self.attended_rows(split))
+            out["alignment_accuracy"] = alignment[0] / alignment[1] if alignment[1] else math.nan
+        out["attention_entropy"] = entropy[0] / entropy[1] if entropy[1] else math.nan
         return out
 
-    def task_metrics(self, model, task: Task, split: Split, logits: np.ndarray) -> dict:
-        """The values of `metric_names` on `split`, given the model's logits on it."""
+    def logit_summary(self, logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """What `task_metrics` needs of a batch's logits, kept instead of them: the predicted
+        ids by default."""
+        return np.argmax(logits, -1).astype("int32")
+
+    def task_metrics(self, model, task: Task, split: Split, kept: np.ndarray) -> dict:
+        """The values of `metric_names` on `split`, given what `logit_summary` kept of the
+        model's logits on it."""
         raise NotImplementedError
 
     #: what each length bucket logs (`test_<name>_len_A_B`) besides `metric_names`, where

@@ -36,8 +36,12 @@ class LanguageModel(TaskKind):
             dropout=m.dropout,
         )
 
-    def task_metrics(self, model, task, split, logits):
-        return metrics.language_model_metrics(split.y, logits)
+    def logit_summary(self, logits, targets):
+        """The targets' log-probabilities, for perplexity."""
+        return metrics.target_log_probs(targets, logits)
+
+    def task_metrics(self, model, task, split, log_probs):
+        return metrics.language_model_metrics(split.y, log_probs)
 
     def sample_rows(self, model, task, gen_cfg, count):
         """Continuations of `generate.prompts` (else the task's prompts), at most `count`."""

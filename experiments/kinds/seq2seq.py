@@ -175,11 +175,11 @@ class Seq2Seq(TaskKind):
             **({"copy": True, "max_oov": m.max_oov, "unk_id": UNK} if m.copy else {}),
         )
 
-    def task_metrics(self, model, task, split, logits):
+    def task_metrics(self, model, task, split, predictions):
         """Teacher-forced token accuracy, and exact match of greedy decoding (both against
         `split.targets`: an unknown word written `<unk>` is wrong)."""
         return {
-            "token_accuracy": metrics.token_accuracy(split.targets, logits),
+            "token_accuracy": metrics.token_accuracy(split.targets, predictions),
             "exact_match_greedy": self.exact_match(model, GREEDY, split),
         }
 

@@ -7,6 +7,7 @@ checkpoint is written, and only then are the metrics logged to MLflow.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import resource
@@ -21,7 +22,6 @@ from experiments.training import checkpoints, supervision
 from experiments.training.batches import EpochBatches
 from keras_attn_rnn import plotting
 
-
 PROC_SELF = Path("/proc/self")
 
 
@@ -29,10 +29,8 @@ def reset_peak_memory() -> None:
     """Start this process's peak resident memory again from its current memory (Linux: `5`
     to `/proc/self/clear_refs`), so that a run of a sweep or a study that shares the process
     with earlier runs reports its own peak; elsewhere the peak stays the process's."""
-    try:
+    with contextlib.suppress(OSError):  # not Linux, or a kernel before 4.0
         (PROC_SELF / "clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def peak_memory_mb() -> float:
