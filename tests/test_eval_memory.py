@@ -6,10 +6,12 @@ from __future__ import annotations
 import tracemalloc
 
 import keras
+import numpy as np
 import pytest
 
 from experiments.config import validate
 from experiments.data import metrics, modeling
+from experiments.data.vocab import PAD
 from experiments.tasks import build_task
 
 TASKS = {
@@ -69,3 +71,31 @@ def test_the_evaluation_never_holds_the_split_s_logits(monkeypatch):
     # NumPy's arrays are traced: the batches' logits come and go, the split's never gather
     assert len(split) >= 8
     assert peak < logits_bytes / 2, (peak, logits_bytes)
+
+
+def test_the_language_model_s_perplexity_is_that_of_its_logits(monkeypatch):
+    task, model = built("lm")
+    split = task.test
+    logits, _ = modeling.attention_weights(model, split.inputs)
+    forward = modeling.forward
+    monkeypatch.setattr(modeling, "forward", lambda m, s: forward(m, s, batch_size=3))
+    got = task.kind.evaluate(model, task, split)
+    expected = metrics.language_model_metrics(split.y, logits)  # from the logits themselves
+    assert got["perplexity"] == pytest.approx(expected["perplexity"], rel=1e-6)
+
+
+def test_the_kept_predictions_hold_any_vocabulary_and_padding_is_not_scored():
+    task, _ = built("reverse")
+    logits = np.eye(40_000, dtype="float32")[None, 39_990:]  # ids past 8 and 16 bits
+    np.testing.assert_array_equal(
+        task.kind.logit_summary(logits, None), [np.arange(39_990, 40_000)]
+    )
+    # the cross-entropy of padded positions does not count, from logits or log-probabilities
+    targets = np.array([[3, 1, PAD]])
+    logits = np.zeros((1, 3, 4), "float32")
+    logits[0, 2] = [100.0, -100.0, -100.0, -100.0]  # a padded step, confidently "right"
+    nll = np.log(4.0)
+    assert metrics.cross_entropy(targets, logits) == pytest.approx(nll)
+    assert metrics.cross_entropy(targets, metrics.target_log_probs(targets, logits)) == (
+        pytest.approx(nll)
+    )
