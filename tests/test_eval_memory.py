@@ -99,3 +99,23 @@ def test_the_kept_predictions_hold_any_vocabulary_and_padding_is_not_scored():
     assert metrics.cross_entropy(targets, metrics.target_log_probs(targets, logits)) == (
         pytest.approx(nll)
     )
+
+
+def test_padded_target_steps_do_not_count_in_the_attention_entropy(monkeypatch):
+    task, model = built("reverse")
+    split = task.test
+    real = task.kind.attended_rows(split)
+    assert not real.all()  # some targets are padded
+    forward = modeling.forward
+
+    def attending_on_padding(m, s):  # uniform rows on real steps, one-hot rows on padded ones
+        for rows, logits, weights in forward(m, s, batch_size=5):
+            uniform = np.full_like(weights, 1.0 / weights.shape[-1])
+            one_hot = np.zeros_like(weights)
+            one_hot[..., 0] = 1.0
+            yield rows, logits, np.where(real[rows][..., None], uniform, one_hot)
+
+    monkeypatch.setattr(modeling, "forward", attending_on_padding)
+    got = task.kind.evaluate(model, task, split)["attention_entropy"]
+    _, weights = modeling.attention_weights(model, split.take(slice(0, 1)).inputs)
+    assert got == pytest.approx(np.log(weights.shape[-1]))  # the padded steps' 0 left out
