@@ -135,9 +135,10 @@ class LengthBatches(keras.utils.PyDataset):
         if self._plan_epoch != epoch:
             rng = np.random.default_rng([self.seed, epoch])
             shuffled = rng.permutation(len(self._key))
-            key = self._key[shuffled].astype("int64")
+            key = self._key[shuffled]  # 16-bit where it can be: NumPy's radix sort
             if self.pool_rows is not None:  # sorted within each pool of shuffled rows
-                key += np.arange(len(key)) // self.pool_rows * (int(key.max(initial=0)) + 1)
+                pools = np.arange(len(key)) // self.pool_rows
+                key = pools * (int(key.max(initial=0)) + 1) + key.astype("int64")
             # a stable sort of shuffled rows: equal lengths in a random order
             order = shuffled[np.argsort(key, kind="stable")]
             self._plan = order, rng.permutation(len(self))
