@@ -109,8 +109,13 @@ def alignment_accuracy(weights: np.ndarray, alignment: np.ndarray) -> float:
     `weights` is (B, S) with `alignment` (B,), or (B, T, S) with `alignment`
     (B, T); positions with alignment -1 are ignored.
     """
-    hits, count = alignment_terms(weights, alignment)
-    return hits / count if count else float("nan")
+    return mean_of(*alignment_terms(weights, alignment))
+
+
+def mean_of(total: float, count: int) -> float:
+    """`total / count` from the terms of `alignment_terms` or `entropy_terms` (summed over
+    batches, or of one), NaN when nothing counted."""
+    return total / count if count else float("nan")
 
 
 def alignment_terms(weights: np.ndarray, alignment: np.ndarray) -> tuple[int, int]:
@@ -121,8 +126,7 @@ def alignment_terms(weights: np.ndarray, alignment: np.ndarray) -> tuple[int, in
 
 def attention_entropy(weights: np.ndarray, valid: np.ndarray | None = None) -> float:
     """Mean entropy (nats) of the attention rows; rows with no weight are skipped."""
-    total, rows = entropy_terms(weights, valid)
-    return total / rows if rows else float("nan")
+    return mean_of(*entropy_terms(weights, valid))
 
 
 def entropy_terms(weights: np.ndarray, valid: np.ndarray | None = None) -> tuple[float, int]:

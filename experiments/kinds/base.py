@@ -12,7 +12,6 @@ import training or tracking.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -187,18 +186,17 @@ class TaskKind:
         `logit_summary` keeps, so that a split's evaluation needs no more memory than a
         batch's (never the whole split's logits)."""
         attended = self.attended_rows(split)
-        kept, entropy, alignment = [], [0.0, 0], [0, 0]
+        kept, entropy, alignment = [], [], []  # per batch: (sum, count) terms
         for rows, logits, weights in modeling.forward(model, split):
             kept.append(self.logit_summary(logits, split.y[rows]))
-            terms = metrics.entropy_terms(weights, None if attended is None else attended[rows])
-            entropy = [a + b for a, b in zip(entropy, terms)]
+            valid = None if attended is None else attended[rows]
+            entropy.append(metrics.entropy_terms(weights, valid))
             if split.alignment is not None:
-                terms = metrics.alignment_terms(weights, split.alignment[rows])
-                alignment = [a + b for a, b in zip(alignment, terms)]
+                alignment.append(metrics.alignment_terms(weights, split.alignment[rows]))
         out = self.task_metrics(model, task, split, np.concatenate(kept))
         if split.alignment is not None:
-            out["alignment_accuracy"] = alignment[0] / alignment[1] if alignment[1] else math.nan
-        out["attention_entropy"] = entropy[0] / entropy[1] if entropy[1] else math.nan
+            out["alignment_accuracy"] = metrics.mean_of(*map(sum, zip(*alignment)))
+        out["attention_entropy"] = metrics.mean_of(*map(sum, zip(*entropy)))
         return out
 
     def logit_summary(self, logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
