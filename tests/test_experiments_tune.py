@@ -231,6 +231,21 @@ def _training_trials(client, experiment: str = "tests") -> list:
     ]
 
 
+def _until_dead(process: psutil.Process, timeout: float) -> None:
+    # The helper is the command's child, not ours: once killed it stays a zombie until the
+    # command reaps it, which it does only after its own trials, so psutil's wait (which
+    # waits for the pid to vanish) timed out on a loaded machine. Dead is enough here.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process {process.pid} still alive {timeout} s after SIGKILL")
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_trial_on_a_journal_study_is_failed_and_run_again(
     store, tmp_path, capsys
@@ -264,7 +279,7 @@ def test_a_worker_killed_mid_trial_on_a_journal_study_is_failed_and_run_again(
         (helper,) = processes[0].children()
         processes.append(helper)
         helper.send_signal(signal.SIGKILL)
-        helper.wait(timeout=30)
+        _until_dead(helper, 30)
 
         assert first.wait(timeout=600) == 0, log.read_text()[-4000:]
     finally:
