@@ -23,6 +23,9 @@ The cache holds the model only weakly.
 `tf.data.Dataset` of strings (`tf.numpy_function`): the one other place a
 framework is named, since a dataset is TensorFlow's whatever the backend.
 
+`custom_gradients_outlive_graphs()` says where a written gradient would pin its
+graph in memory (TensorFlow), so the code that writes one can do without there.
+
 `new_record` / `write_record` / `stack_record` keep a loop's per-step outputs
 (tokens, alignments) as a `while_loop` variable that each step writes once.
 """
@@ -153,6 +156,19 @@ def stack_record(record):
     if keras.backend.backend() == "tensorflow":
         return record.stack()
     return record
+
+
+def custom_gradients_outlive_graphs() -> bool:
+    """Whether a `keras.ops.custom_gradient` traced into a graph stays alive with that graph
+    for the life of the process.
+
+    On TensorFlow, each graph-mode custom gradient is registered under a new name in the
+    global gradient registry and never removed; its closure holds tensors of the graph it
+    was traced in, so every traced training step (the whole forward and backward graph)
+    outlives its model (tensorflow/tensorflow#27492, #97697). In a loop of models (a sweep,
+    a tuner) memory grew by the size of a traced step per model.
+    """
+    return keras.backend.backend() == "tensorflow"
 
 
 def concrete_values(x):

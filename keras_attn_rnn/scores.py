@@ -23,7 +23,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn_rnn import registry, serializable
+from keras_attn_rnn import _compilation, registry, serializable
 
 
 class Score(keras.layers.Layer):
@@ -297,7 +297,14 @@ def step_energy(v, query, *terms):
     more than the `tanh` itself. The keys are the same at every step, so only the
     `(B, U)` query is new. Its maths: with `t = tanh(hidden)` and `g = de v (1 - t^2)`,
     `dv = sum(de t)` over all but the last axis, `dquery = sum_Tv g`, `dterm = g`.
+
+    On TensorFlow the gradient is autodiff's: its loop keeps each step's tensors in a
+    list without a copy, so the written gradient was no faster there (within the noise),
+    and a custom gradient would keep every traced graph alive for the life of the process
+    (see `_compilation.custom_gradients_outlive_graphs`).
     """
+    if _compilation.custom_gradients_outlive_graphs():
+        return additive_energy(v, ops.expand_dims(query, 1), *terms)
     return _step_energy(*(ops.convert_to_tensor(x) for x in (v, query, *terms)))
 
 

@@ -2,12 +2,15 @@
 
 Its value is `additive_energy`'s; its gradient (which recomputes the `tanh` instead of
 keeping it) is checked against the NumPy derivative of `v . tanh(q + k + f)` with
-respect to each input, on every backend.
+respect to each input, on every backend. On TensorFlow `step_energy` leaves the gradient
+to autodiff (a graph-mode custom gradient would outlive its graph), so the written one,
+`_step_energy`, is checked there on its own as well.
 """
 
 import numpy as np
 import pytest
 from helpers import gradient, to_numpy
+from keras import ops
 
 from keras_attn_rnn import scores
 
@@ -35,18 +38,27 @@ def _reference(w):
     return t, w[..., None] * V * (1.0 - t**2)
 
 
-def test_its_value_is_the_additive_energy():
-    got = to_numpy(scores.step_energy(V, QUERY, KEYS, FEATURE))
+def _written(*args):
+    return scores._step_energy(*(ops.convert_to_tensor(x) for x in args))
+
+
+FORMS = pytest.mark.parametrize("form", [scores.step_energy, _written], ids=["public", "written"])
+
+
+@FORMS
+def test_its_value_is_the_additive_energy(form):
+    got = to_numpy(form(V, QUERY, KEYS, FEATURE))
     expected = np.sum(np.tanh(QUERY[:, None] + KEYS + FEATURE) * V, axis=-1)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     plain = scores.additive_energy(V, QUERY[:, None], KEYS, FEATURE)
     np.testing.assert_allclose(got, to_numpy(plain), rtol=1e-6, atol=1e-6)
 
 
+@FORMS
 @pytest.mark.parametrize("position, name", [(0, "v"), (1, "query"), (2, "keys"), (3, "feature")])
-def test_its_gradient_is_the_derivative_of_the_formula(position, name):
+def test_its_gradient_is_the_derivative_of_the_formula(form, position, name):
     inputs = [V, QUERY, KEYS, FEATURE]
-    grad, w = gradient(lambda x: scores.step_energy(*_args(position, x)), inputs[position])
+    grad, w = gradient(lambda x: form(*_args(position, x)), inputs[position])
     t, g = _reference(w)
     expected = {
         "v": np.sum(w[..., None] * t, axis=(0, 1)),

@@ -345,7 +345,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         cfg.train.batch_size,
         seed,
         initial_epoch,
-        lambda part: supervision.fit_inputs(trained, part),
+        supervision.inputs_function(trained),
         shard=backends.current().process(),
         **feed_options(cfg),
     )

@@ -68,7 +68,22 @@ def task_model(model):
 def fit_inputs(model, split):
     """What the trained model is called on for `split`: its inputs, with the ground-truth
     positions when the alignment loss needs them."""
-    inputs = tuple(split.inputs) if isinstance(split.inputs, list) else split.inputs
+    return inputs_function(model)(split)
+
+
+def inputs_function(model):
+    """`fit_inputs(model, ·)` as a function of the split alone. It holds no reference to
+    the model: a feed that outlives its `fit` (TensorFlow's generator registry keeps it)
+    must not keep the model, its weights and traced steps alive after the run (a sweep's
+    points, a study's trials)."""
     if isinstance(model, SupervisedAttention) and model.needs_positions:
-        return inputs, split.alignment
-    return inputs
+        return _inputs_and_positions
+    return _inputs
+
+
+def _inputs(split):
+    return tuple(split.inputs) if isinstance(split.inputs, list) else split.inputs
+
+
+def _inputs_and_positions(split):
+    return _inputs(split), split.alignment
