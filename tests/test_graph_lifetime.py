@@ -46,10 +46,10 @@ def _train_a_bahdanau_translator() -> weakref.ref:
 def test_a_trained_translator_leaves_no_traced_step_behind():
     # The additive score's step gradient is where a custom gradient would pin the graph.
     first = _train_a_bahdanau_translator()
-    after_one = _live_graphs()
-    _train_a_bahdanau_translator()  # Keras keeps the latest model's iterator: one at a time
-    assert first() is None
+    after_one = _live_graphs()  # collects the garbage too
+    second = _train_a_bahdanau_translator()
     assert _live_graphs() == after_one
+    assert first() is None and second() is None
 
 
 class _WatchModel(keras.callbacks.Callback):
