@@ -27,29 +27,37 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _live_graphs() -> int:
-    """The traced TensorFlow graphs (`FuncGraph`s, with their while bodies) still alive."""
+def _graph_ids() -> set[int]:
+    return {id(o) for o in gc.get_objects() if type(o).__name__.endswith("FuncGraph")}
+
+
+def _new_graphs(before: set[int]) -> list[weakref.ref]:
+    """Weak references to the traced TensorFlow graphs (`FuncGraph`s and their while
+    bodies) made since `before` was taken."""
     gc.collect()
-    return sum(type(o).__name__.endswith("FuncGraph") for o in gc.get_objects())
+    graphs = [o for o in gc.get_objects() if type(o).__name__.endswith("FuncGraph")]
+    return [weakref.ref(g) for g in graphs if id(g) not in before]
 
 
-def _train_a_bahdanau_translator() -> weakref.ref:
-    rng = np.random.default_rng(0)
-    sources = rng.integers(1, 11, (16, 7)).astype("int32")
-    targets = rng.integers(1, 9, (16, 6)).astype("int32")
-    model = models.Seq2Seq(11, 9, embedding_dim=6, units=8, decoder="bahdanau")
-    model.compile(optimizer="adam")
-    model.fit((sources, targets[:, :-1]), targets[:, 1:], batch_size=8, epochs=1, verbose=0)
-    return weakref.ref(model)
+def _alive(refs) -> int:
+    gc.collect()
+    return sum(ref() is not None for ref in refs)
 
 
 def test_a_trained_translator_leaves_no_traced_step_behind():
     # The additive score's step gradient is where a custom gradient would pin the graph.
-    first = _train_a_bahdanau_translator()
-    after_one = _live_graphs()  # collects the garbage too
-    second = _train_a_bahdanau_translator()
-    assert _live_graphs() == after_one
-    assert first() is None and second() is None
+    rng = np.random.default_rng(0)
+    sources = rng.integers(1, 11, (16, 7)).astype("int32")
+    targets = rng.integers(1, 9, (16, 6)).astype("int32")
+    before = _graph_ids()
+    model = models.Seq2Seq(11, 9, embedding_dim=6, units=8, decoder="bahdanau")
+    model.compile(optimizer="adam")
+    model.fit((sources, targets[:, :-1]), targets[:, 1:], batch_size=8, epochs=1, verbose=0)
+    traced = _new_graphs(before)
+    assert len(traced) > 10  # the training step, its loops and their gradients
+    refs = [weakref.ref(model), *traced]
+    del model
+    assert _alive(refs) == 0
 
 
 class _WatchModel(keras.callbacks.Callback):
@@ -70,13 +78,17 @@ def test_runs_in_one_process_keep_neither_their_models_nor_their_traced_steps(
     config = write_config(
         tmp_path,
         TINY_TASKS["reverse"],
-        model={"decoder": "bahdanau"},
+        model={"decoder": "bahdanau", "attention": {"score": "additive"}},
         tracking={"log_model": False, "system_metrics": False},
     )
-    refs, graphs = [], []
-    for _ in range(3):  # the first run may leave what any later one reuses
+    before = _graph_ids()
+    refs, runs = [], 2
+    for _ in range(runs):
         prepared = run.validate(config_lib.load_config(config))
         run.execute(prepared, callbacks=(_WatchModel(refs),))
-        graphs.append(_live_graphs())
-    assert refs and all(ref() is None for ref in refs)
-    assert graphs[2] == graphs[1], graphs
+    assert len(refs) == runs and _alive(refs) == 0
+    # What may stay: the greedy decoding of the evaluations leaves 5 small graphs a run
+    # (its loop and the encoder's) that TensorFlow keeps after their `tf.function` is
+    # gone, for a reason not found yet. A pinned training step kept 10 more a run (its
+    # forward and backward loops, the step itself).
+    assert _alive(_new_graphs(before)) <= 5 * runs
