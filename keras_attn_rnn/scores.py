@@ -299,8 +299,8 @@ def step_energy(v, query, *terms):
     `dv = sum(de t)` over all but the last axis, `dquery = sum_Tv g`, `dterm = g`.
 
     On TensorFlow the gradient is autodiff's: its loop keeps each step's tensors in a
-    list without a copy, so the written gradient was no faster there (within the noise),
-    and a custom gradient would keep every traced graph alive for the life of the process
+    list without a copy, so the written gradient was no faster there (autodiff 0.95 of its
+    step time, docs/results/benchmarks.md), and a custom gradient would keep every traced graph alive for the life of the process
     (see `_compilation.custom_gradients_outlive_graphs`).
     """
     if _compilation.custom_gradients_outlive_graphs():

@@ -45,7 +45,7 @@ class EpochBatches(keras.utils.PyDataset):
         super().__init__()
         self.split, self.batch_size, self.seed, self.epoch = split, batch_size, seed, epoch
         # `inputs(part)`: what the model is fed for a batch split (default: its inputs)
-        self.inputs = inputs or _inputs
+        self.inputs = inputs or split_inputs
         self.shard = shard
 
     def __len__(self) -> int:
@@ -61,7 +61,8 @@ class EpochBatches(keras.utils.PyDataset):
         return self.inputs(part), part.y
 
 
-def _inputs(part):
+def split_inputs(part):
+    """What a model is fed for a split (or a batch of one): its inputs, a list as a tuple."""
     return tuple(part.inputs) if isinstance(part.inputs, list) else part.inputs
 
 
@@ -107,7 +108,7 @@ class LengthBatches(keras.utils.PyDataset):
             )
         self.split, self.seed, self.epoch = split, seed, epoch
         self.pool_rows = None if pool is None else pool * batch_size
-        self.inputs = inputs or _inputs
+        self.inputs = inputs or split_inputs
         self.shard, self.pad_to = shard, pad_to
         multiple = multiple * shard[1]
         self.sources, self.targets = split.lengths()

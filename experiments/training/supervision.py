@@ -13,6 +13,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from experiments.training.batches import split_inputs
 from keras_attn_rnn import losses
 
 
@@ -78,12 +79,8 @@ def inputs_function(model):
     points, a study's trials)."""
     if isinstance(model, SupervisedAttention) and model.needs_positions:
         return _inputs_and_positions
-    return _inputs
-
-
-def _inputs(split):
-    return tuple(split.inputs) if isinstance(split.inputs, list) else split.inputs
+    return split_inputs
 
 
 def _inputs_and_positions(split):
-    return _inputs(split), split.alignment
+    return split_inputs(split), split.alignment
