@@ -107,7 +107,8 @@ def log_models(model, card: dict) -> dict[str, str]:
         model.save(keras_file)
         card_file = Path(tmp) / "card.json"
         card_file.write_text(json.dumps(card, indent=1), encoding="utf-8")
-        with _sys_path_kept():  # validating an input example loads the model's code_paths
+        # validating an input example loads the model's code_paths
+        with _sys_path_kept(), _environment_reads_untracked():
             tags = {}
             if keras_model_skipped(card) is None:
                 tags["model_uri"] = log_keras_model(model, card)
@@ -233,6 +234,27 @@ def _save_exported_keras(path, **kwargs) -> None:
 
 # `mlflow.keras` as `Model.log` uses a flavor: its name and `save_model`.
 _EXPORTED_KERAS = types.SimpleNamespace(__name__="mlflow.keras", save_model=_save_exported_keras)
+
+
+@contextlib.contextmanager
+def _environment_reads_untracked():
+    """Log without MLflow's tracking of environment reads, unless the user asked for it.
+
+    While it logs a model, MLflow swaps `os.environ`'s readers for ones that add each name
+    read to a set, then iterates over that set; a read by any other thread of the run in
+    between (data feeds, logging) grows it mid-iteration and fails the logging with
+    "Set changed size during iteration" (seen in CI). What it records are names like
+    `*API_KEY*` and `DATABRICKS_*` read while the model predicts: ours read none.
+    """
+    name = "MLFLOW_RECORD_ENV_VARS_IN_MODEL_LOGGING"
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
 
 
 @contextlib.contextmanager
