@@ -37,6 +37,7 @@ import numpy as np
 
 from experiments.data import progress
 from experiments.data.reservoir import Reservoir
+from experiments.data.row_settings import RowSettings
 from experiments.data.stored_split import SOURCE, TARGET, StoredSplit
 from experiments.data.token_store import StoreWriter, TokenStore
 from experiments.errors import ConfigError
@@ -66,32 +67,22 @@ def file_digest(path: str | Path) -> str:
 
 
 @dataclass
-class Settings:
-    """Everything that decides a corpus's cache entry besides the file.
+class Settings(RowSettings):
+    """Everything that decides a corpus's cache entry besides the file: `RowSettings`'s and
+    these.
 
     `tokenizers` makes the unadapted `(source, target)` tokenizers (one object twice for
     a shared vocabulary); `tokenizer_key` is what identifies them (their settings, or the
     digest of a given model) in the fingerprint.
     """
 
-    fields: tuple
+    CACHE_FORMAT = ("format", FORMAT)
+    UNKEYED = ("tokenizers",)
+
     split_here: bool
-    seed: int
-    val_fraction: float
-    test_fraction: float
-    max_eval_rows: int
-    sample_rows: int
-    max_row_chars: int
     max_source_length: int | None
     max_target_length: int | None
-    length_percentile: float
-    tokenizer_key: dict
     tokenizers: Callable[[list[str], list[str]], tuple]
-
-    def key(self) -> dict:
-        out = {k: v for k, v in vars(self).items() if k != "tokenizers"}
-        out["fields"] = list(self.fields)
-        return {"format": FORMAT, **out}
 
 
 @dataclass

@@ -37,6 +37,7 @@ import numpy as np
 
 from experiments.data import corpus, progress
 from experiments.data.reservoir import Reservoir
+from experiments.data.row_settings import RowSettings
 from experiments.data.sections import MAX_SEQUENCE_LENGTH
 from experiments.data.split import Split, pad
 from experiments.data.stored_classes import LABEL, TEXT, StoredClasses
@@ -49,30 +50,19 @@ _HASH = 2**32
 
 
 @dataclass
-class Settings:
-    """Everything besides the file that decides a corpus's cache entry; `tokenize` (a text's
-    tokens) and `encoder` (the tokenizer over a `Vocab`) are the task's, `tokenizer_key`
-    identifies them."""
+class Settings(RowSettings):
+    """Everything besides the file that decides a corpus's cache entry: `RowSettings`'s and
+    these; `tokenize` (a text's tokens) and `encoder` (the tokenizer over a `Vocab`) are the
+    task's, `tokenizer_key` identifies them."""
 
-    fields: tuple
-    seed: int
-    val_fraction: float
-    test_fraction: float
-    max_eval_rows: int
-    sample_rows: int
-    max_row_chars: int
+    CACHE_FORMAT = ("labels_format", FORMAT)
+    UNKEYED = ("tokenize", "encoder")
+
     max_length: int | None
-    length_percentile: float
     max_vocab: int
     max_labels: int
-    tokenizer_key: dict
     tokenize: Callable[[str], list[str]]
     encoder: Callable
-
-    def key(self) -> dict:
-        out = {k: v for k, v in vars(self).items() if k not in ("tokenize", "encoder")}
-        out["fields"] = list(self.fields)
-        return {"labels_format": FORMAT, **out}
 
 
 @dataclass
