@@ -127,13 +127,27 @@ def run_in_group(command: list[str], env: dict | None = None, started=None) -> i
     try:
         if started is not None:
             started(child)
-        return child.wait()
+        return _wait(child)
     except KeyboardInterrupt as err:  # Ctrl+C
         if isinstance(err, errors.Terminated):
             raise
         return 0
     finally:
         stop_group(child)
+
+
+def _wait(child: subprocess.Popen, step: float = 0.5) -> int:
+    """`child.wait()` a step at a time, so that the main thread runs Python between steps.
+
+    The kernel may hand a Ctrl+C to any thread of the process (a log forwarder's, MLflow's);
+    Python then runs the handler in the main thread only, and a main thread blocked in one
+    long `waitpid` would not see it until the server exits on its own.
+    """
+    while True:
+        try:
+            return child.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def wait_until_up(child: subprocess.Popen, url: str, timeout: float, what: str) -> None:
