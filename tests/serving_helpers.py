@@ -17,6 +17,17 @@ from pathlib import Path
 from scaleout_helpers import child_env, free_port
 
 
+def from_a_terminal(command: list[str]) -> list[str]:
+    """`command` with Ctrl+C (SIGINT) at its default, as a terminal starts it: tests started
+    in the background by a non-interactive shell inherit SIGINT ignored, and an ignored
+    signal stays ignored across `exec` (Python then never raises KeyboardInterrupt)."""
+    reset = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", reset, *command]
+
+
 def fresh_env() -> dict:
     """A child environment where this checkout is not on the path."""
     env = child_env()

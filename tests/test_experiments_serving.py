@@ -38,7 +38,7 @@ from experiments_helpers import (
 from hypothesis import given
 from hypothesis import strategies as st
 from scaleout_helpers import free_port
-from serving_helpers import fresh_env, post, served
+from serving_helpers import fresh_env, from_a_terminal, post, served
 
 from experiments import config as config_lib
 from experiments.commands import main
@@ -444,7 +444,7 @@ def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the runner, not installed
     command = [sys.executable, "-m", "experiments", "serve", entry["run_id"]]
     process = subprocess.Popen(
-        command + ["--port", str(port)],
+        from_a_terminal(command + ["--port", str(port)]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

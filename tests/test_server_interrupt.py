@@ -15,6 +15,8 @@ SCRIPT = """
 import signal, threading, time
 from experiments.commands.ui import run_in_group
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal
+
 def started(child):
     print(child.pid, flush=True)
     def ctrl_c_to_this_thread():
