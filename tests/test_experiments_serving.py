@@ -27,6 +27,7 @@ from pathlib import Path
 import keras
 import mlflow
 import numpy as np
+import psutil
 import pytest
 from experiments_helpers import (
     TINY_TASKS,
@@ -469,6 +470,12 @@ def test_serve_command_starts_answers_and_stops_on_ctrl_c(trained, tmp_path):
         with pytest.raises(OSError):  # the server's workers are gone too
             urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2)
     finally:
+        # The server runs in a session of its own, which only the command stops: killed
+        # (a failed test), the command leaves it to be killed here.
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for child in psutil.Process(process.pid).children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
