@@ -300,8 +300,9 @@ def step_energy(v, query, *terms):
 
     On TensorFlow the gradient is autodiff's: its loop keeps each step's tensors in a
     list without a copy, so the written gradient was no faster there (autodiff 0.95 of its
-    step time, docs/results/benchmarks.md), and a custom gradient would keep every traced graph alive for the life of the process
-    (see `_compilation.custom_gradients_outlive_graphs`).
+    step time, docs/results/benchmarks.md), and a custom gradient would keep every traced
+    graph alive for the life of the process (see
+    `_compilation.custom_gradients_outlive_graphs`).
     """
     if _compilation.custom_gradients_outlive_graphs():
         return additive_energy(v, ops.expand_dims(query, 1), *terms)
