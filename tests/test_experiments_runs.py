@@ -38,7 +38,7 @@ TAGS = {
 }
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}
 COMMON_METRICS = {"loss", "val_loss", "epoch_seconds", "tokens_per_second"}
-COMMON_METRICS |= {"peak_memory_mb", "run_peak_memory_mb"}
+COMMON_METRICS |= {"peak_memory_mb", "train_peak_memory_mb", "run_peak_memory_mb"}
 COMMON_METRICS |= {"val_attention_entropy", "test_attention_entropy", "duplicate_rows"}
 BASELINE = {"baseline_test_accuracy", "baseline_test_macro_f1"}  # every classification run
 TASK_METRICS = {

@@ -16,6 +16,7 @@ def test_rows_are_means_with_ranges_and_missing_figures_are_dashes():
                 "seconds_per_epoch": 20.0,
                 "tokens_per_second": 5120.4,
                 "peak_memory_mb": 1500.2,
+                "train_peak_memory_mb": 1505.5,
                 "run_peak_memory_mb": 1510.7,
                 "run_id": "c",
             }
@@ -25,10 +26,10 @@ def test_rows_are_means_with_ranges_and_missing_figures_are_dashes():
     lines = text.splitlines()
     assert lines[0] == (
         "| model.decoder | runs | test_chrf_greedy | seconds_per_epoch | tokens_per_second "
-        "| model_parameters | peak_memory_mb | run_peak_memory_mb |"
+        "| model_parameters | peak_memory_mb | train_peak_memory_mb | run_peak_memory_mb |"
     )
-    assert lines[2] == "| bahdanau | 2 | 21.5 (20.0–23.0) | 42.0 (40.0–44.0) | – | – | – | – |"
-    assert lines[3] == "| keras | 1 | 18.2 | 20.0 | 5120 | – | 1500 | 1511 |"
+    assert lines[2] == "| bahdanau | 2 | 21.5 (20.0–23.0) | 42.0 (40.0–44.0) | – | – | – | – | – |"
+    assert lines[3] == "| keras | 1 | 18.2 | 20.0 | 5120 | – | 1500 | 1506 | 1511 |"
     assert "model.decoder=bahdanau: a, b" in text and "model.decoder=keras: c" in text
 
 

@@ -7,8 +7,9 @@ the mean (min-max) over the runs that share it (the seeds of `--grid train.seed=
 Seconds per epoch and tokens a second are each run's median `epoch_seconds` and
 `tokens_per_second` (the median resists an epoch slowed by another process), then averaged
 over the runs; parameters are `model_parameters`; peak memory is the process's resident
-high-water mark in MB, training (`peak_memory_mb` at the last epoch) and the whole run
-(`run_peak_memory_mb`, test scores and model logging included). Prints
+high-water mark in MB: at the last epoch's end (`peak_memory_mb`), by the end of training
+with its evaluations and checkpoints (`train_peak_memory_mb`, runs since 2026-12-06) and by
+the end of the run (`run_peak_memory_mb`, test scores and model logging included). Prints
 the run ids under the table, so every figure can be traced to its run in the MLflow UI.
 """
 
@@ -33,10 +34,11 @@ METRICS = [
 # per-epoch metrics and their column: each run's median epoch
 PER_EPOCH = {"epoch_seconds": "seconds_per_epoch", "tokens_per_second": "tokens_per_second"}
 # the budget's columns: seconds and tokens a second (medians), parameters, peak memory (MB)
-# while training (the last epoch's high-water mark) and over the whole run
+# at the last epoch, by the end of training and over the whole run
 BUDGET = ["seconds_per_epoch", "tokens_per_second", "model_parameters"]
-BUDGET += ["peak_memory_mb", "run_peak_memory_mb"]
-WHOLE = {"model_parameters", "tokens_per_second", "peak_memory_mb", "run_peak_memory_mb"}
+PEAKS = ["peak_memory_mb", "train_peak_memory_mb", "run_peak_memory_mb"]
+BUDGET += PEAKS
+WHOLE = {"model_parameters", "tokens_per_second", *PEAKS}
 
 
 def collect(client: MlflowClient, experiment: str, by: str) -> dict[str, list[dict]]:

@@ -7,11 +7,8 @@ checkpoint is written, and only then are the metrics logged to MLflow.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import random
-import resource
-import sys
 import time
 from pathlib import Path
 
@@ -20,31 +17,8 @@ import numpy as np
 
 from experiments.training import checkpoints, supervision
 from experiments.training.batches import EpochBatches
+from experiments.training.memory import peak_memory_mb
 from keras_attn_rnn import plotting
-
-PROC_SELF = Path("/proc/self")
-
-
-def reset_peak_memory() -> None:
-    """Start this process's peak resident memory again from its current memory (Linux: `5`
-    to `/proc/self/clear_refs`), so that a run of a sweep or a study that shares the process
-    with earlier runs reports its own peak; elsewhere the peak stays the process's."""
-    with contextlib.suppress(OSError):  # not Linux, or a kernel before 4.0
-        (PROC_SELF / "clear_refs").write_text("5")
-
-
-def peak_memory_mb() -> float:
-    """This process's peak resident memory (its high-water mark) since it started or since
-    `reset_peak_memory`, in MB."""
-    try:
-        status = (PROC_SELF / "status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 2**10  # kB
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # bytes on macOS, else KiB
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
 class EpochClock(keras.callbacks.Callback):

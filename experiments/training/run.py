@@ -30,7 +30,15 @@ from experiments.tasks import build_task
 from experiments.tracking import model_logging, registry, resilient, run_folder, run_lock, store
 from experiments.tracking.tracker import VOCAB_ARTIFACT
 from experiments.training import callbacks as cb
-from experiments.training import checkpoints, datasets, distribute, guards, notices, supervision
+from experiments.training import (
+    checkpoints,
+    datasets,
+    distribute,
+    guards,
+    memory,
+    notices,
+    supervision,
+)
 from experiments.training.batches import epoch_batches
 
 # Logged every epoch whatever the task: by fit, and by `EpochClock`.
@@ -315,7 +323,7 @@ def compile_model(model, cfg, task) -> None:
 
 
 def _train(cfg, task, tracker, folder: Path, *, strategy, extra_callbacks=()) -> None:
-    cb.reset_peak_memory()  # the run's own peak, not an earlier sweep point's
+    memory.reset_peak_memory()  # the run's own peak, not an earlier sweep point's
     keras.utils.set_random_seed(cfg.train.seed)
     if cfg.train.mixed_precision:
         keras.config.set_dtype_policy(MIXED_POLICIES[cfg.train.mixed_precision])
@@ -362,7 +370,9 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
             verbose=cfg.train.verbose,
         )
     best_epoch = _restore_best(trained, folder) if cfg.train.early_stopping else None
-    _finish(model, cfg, task, tracker, best_epoch)
+    training_peak = memory.peak_memory_mb()  # the epochs, their evaluations and checkpoints
+    memory.release_training_step(trained)
+    _finish(model, cfg, task, tracker, training_peak, best_epoch)
 
 
 def feed_options(cfg) -> dict:
@@ -469,9 +479,11 @@ def _register(tracker, model_uri: str, name: str) -> None:
     tracker.set_tags({"registered_model": f"models:/{name}/{version}"})
 
 
-def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
+def _finish(model, cfg, task, tracker, training_peak: float, best_epoch: int | None = None) -> None:
     """Test metrics on the whole test split (and `best_epoch`, the epoch whose weights these
-    are, with early stopping), final heatmaps, the kind's artifacts, samples and the model."""
+    are, with early stopping), final heatmaps, the kind's artifacts, samples and the model;
+    the process's peak memory by the end of training (`training_peak`, MB) and by the end
+    of the run."""
     kind = task.kind
     last_step = max(tracker.logged_steps("loss") or {0})
     test = task.test
@@ -507,7 +519,10 @@ def _finish(model, cfg, task, tracker, best_epoch: int | None = None) -> None:
             # the Keras-flavor model where it is logged, else the text model
             uri = model_tags.get("model_uri", model_tags["text_model_uri"])
             _register(tracker, uri, cfg.tracking.register_model)
-    # the peak with the test scores, samples and model too: beside the last epoch's
-    # `peak_memory_mb`, it shows whether the end of the run needed more memory than training
-    tracker.log_metrics_once({"run_peak_memory_mb": cb.peak_memory_mb()}, last_step)
+    # the peak with the test scores, samples and model too: above `train_peak_memory_mb`
+    # where the end of the run needed more memory than training
+    tracker.log_metrics_once(
+        {"train_peak_memory_mb": training_peak, "run_peak_memory_mb": memory.peak_memory_mb()},
+        last_step,
+    )
     tracker.wait()  # the heatmaps: a failure fails the run

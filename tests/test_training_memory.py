@@ -1,0 +1,44 @@
+"""`experiments.training.memory`: a run's peak, and the training step let go once it has
+trained (its end then has that memory for test scores, samples and the logged model)."""
+
+import gc
+import weakref
+
+import keras
+import numpy as np
+
+from experiments.training import memory
+
+
+def _trained_model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x, y = np.ones((8, 3), "float32"), np.zeros((8, 1), "float32")
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    return model, x, y
+
+
+def test_the_released_training_step_is_collected_and_the_model_still_serves():
+    model, x, y = _trained_model()
+    step = weakref.ref(model.train_function)
+    predicted = model.predict(x, verbose=0)
+
+    memory.release_training_step(model)
+    gc.collect()
+
+    assert model.train_function is None
+    assert step() is None  # nothing else holds the traced step
+    np.testing.assert_array_equal(model.predict(x, verbose=0), predicted)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0)  # made again where training resumes
+    assert model.train_function is not None
+
+
+def test_the_peak_is_a_high_water_mark_that_a_reset_starts_again():
+    memory.reset_peak_memory()  # from here: an earlier peak of this process could hide the block
+    before = memory.peak_memory_mb()
+    block = np.ones(64 * 2**20, "uint8")  # 64 MB touched
+    raised = memory.peak_memory_mb()
+    del block
+    memory.reset_peak_memory()
+    assert raised >= before + 60
+    assert memory.peak_memory_mb() < raised - 30  # the freed block no longer counts
