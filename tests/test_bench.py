@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from experiments import commands
@@ -198,15 +199,22 @@ def test_length_buckets_reaches_the_padded_loss_on_the_shipped_and_a_given_file(
     assert files["pairs_file"]["path"] == str(pairs)
     assert files["pairs_file"]["shapes"]["train_rows"] < files["shipped"]["shapes"]["train_rows"]
     assert result["ratio"] == min(f["ratio"] for f in files.values())
-    for each in files.values():
-        losses = each["val_loss"]
-        reached = each["epochs_to_reach"]
-        if reached is None:
-            assert each["ratio"] == 0.0
-            assert min(losses["buckets"]) > each["loss_to_reach"]
-        else:
-            assert losses["buckets"][reached - 1] <= each["loss_to_reach"]
-            assert each["loss_to_reach"] == pytest.approx(losses["padded"][-1] * 1.02)
-            assert each["ratio"] == pytest.approx(
-                each["seconds"]["padded"][-1] / each["seconds"]["buckets"][reached - 1]
-            )
+    for name, measured in files.items():
+        assert measured["epochs"]["padded"] == [1.0], name  # the tiny profile's one epoch
+        checked = measured["epochs"]["buckets"]  # every quarter of an epoch
+        assert checked == [0.25 * (i + 1) for i in range(len(checked))], name
+        losses, target = measured["val_loss"]["buckets"], measured["loss_to_reach"]
+        assert target == pytest.approx(measured["val_loss"]["padded"][-1] * 1.02), name
+        if measured["epochs_to_reach"] is None:
+            assert measured["ratio"] == 0 and min(losses) > target, name
+            continue
+        first = checked.index(measured["epochs_to_reach"])
+        assert losses[first] <= target < min(losses[:first], default=np.inf), name
+        assert checked[-1] == int(checked[-1]) > checked[first] - 1, name  # that epoch's end
+        at_ends = [i for i, e in enumerate(checked) if e == int(e) and losses[i] <= target]
+        assert measured["ratio_whole_epochs"] == (
+            measured["peer_s"] / measured["seconds"]["buckets"][at_ends[0]] if at_ends else 0
+        ), name
+        assert measured["ratio_whole_epochs"] <= measured["ratio"], name
+        assert measured["ratio"] == measured["peer_s"] / measured["project_s"], name
+        assert measured["project_s"] == measured["seconds"]["buckets"][first], name

@@ -187,3 +187,25 @@ def test_the_config_refuses_a_pool_of_token_budgets():
             {"task": {"name": "reverse"}, "train": {"batch_pool": 4, "batch_tokens": 512}}
         )
     assert config_lib.validate({"task": {"name": "reverse"}, "train": {"batch_pool": 4}})
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_the_runner_pads_a_batch_to_its_longest_row_unless_each_shape_is_compiled(
+    tmp_path, jit_compile
+):
+    """Where the training step is compiled for each shape (XLA: JAX always, TensorFlow with
+    `train.jit_compile`) a bucketed batch is padded to a multiple of 16, so that few shapes
+    are compiled; elsewhere to its longest row: any more padding is only more steps."""
+    from experiments import backends
+    from experiments import config as config_lib
+    from experiments.training import run
+
+    cfg = config_lib.validate({"task": {"name": "reverse"}, "train": {"jit_compile": jit_compile}})
+    compiled = backends.current().jit_compile(jit_compile)
+    split = stored(tmp_path)
+    sources, _ = split.lengths()
+    batches = epoch_batches(split, 32, seed=0, **run.feed_options(cfg))
+    widths = {batches[i][0][0].shape[1] for i in range(len(batches))}
+    longest = {int(sources[batches.batch_rows(i)].max()) for i in range(len(batches))}
+    assert widths == ({-(-n // 16) * 16 for n in longest} if compiled else longest)
+    assert len(longest) > len({-(-n // 16) * 16 for n in longest})  # the two differ here

@@ -15,16 +15,11 @@ class Backend:
         distribute: the `train.distribute` settings it trains with.
         saved_model: whether the Keras-flavor `model` (a TensorFlow SavedModel, whose
             serving function TensorFlow traces) is logged.
-        pad_multiple: length-bucketed batches (`LengthBatches`) are padded to a multiple of
-            this: small where a new shape costs little (TensorFlow relaxes its trace to any
-            length after a few; PyTorch runs eagerly), larger where each shape is compiled
-            anew (JAX).
     """
 
     name = ""
     distribute: tuple[str, ...] = ("none",)
     saved_model = False
-    pad_multiple = 4
 
     def fit_data(self, feed):
         """What `fit` is given for the training feed `feed` (a `keras.utils.PyDataset`): the
@@ -34,6 +29,17 @@ class Backend:
     def jit_compile(self, requested: bool) -> bool:
         """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""
         return requested
+
+    def pad_multiple(self, jit_compile: bool) -> int:
+        """What length-bucketed batches (`LengthBatches`) are padded to a multiple of, for a
+        training step compiled with `jit_compile` (what `jit_compile()` gave): 16 where
+        each new batch shape is compiled anew (XLA: JAX, TensorFlow's `jit_compile`), else
+        1: TensorFlow's graph step is traced once for any lengths (`fit_data` declares them
+        unknown) and PyTorch runs eagerly, so padding a row further only adds steps. On the
+        GNU pairs (bahdanau LSTM 128, batch 32, TensorFlow graph mode) an epoch took 18.5 and
+        19.0 s padded to a multiple of 1 against 19.8 and 20.9 s to a multiple of 4, the
+        same loss (docs/results/benchmarks.md)."""
+        return 16 if jit_compile else 1
 
     def compile_inference(self, model, call: Callable) -> Callable:
         """`call(inputs)` (which runs `model` in inference mode) compiled for repeated use."""

@@ -12,7 +12,6 @@ from experiments.backends.backend import Backend
 
 class JaxBackend(Backend):
     name = "jax"
-    pad_multiple = 16  # each new batch shape is a new XLA program
     distribute = ("none", "data_parallel")
 
     def jit_compile(self, requested: bool) -> bool:

@@ -193,10 +193,14 @@ def length_buckets_speedup(options: Options) -> dict:
     with the `pairs` config (subword units): the same model and seed each, fitted in turn.
 
     The padded feed trains `epochs` epochs and sets the loss to reach (its validation loss
-    then); the bucketed feed trains epoch by epoch (at most twice as many) until its loss is
-    within 2 % of that. The ratio is the padded time over the bucketed time to that point
-    (0 where the bucketed feed never gets there); tokens per second over the same epochs
-    ride along. Only `fit`'s seconds count, not the evaluations between epochs.
+    then); the bucketed feed trains (at most twice as many epochs) until its loss is within
+    2 % of that, its validation loss measured after every quarter of an epoch
+    (`CHECKS_PER_EPOCH`), so that the time to the loss is not rounded up to a whole epoch.
+    The ratio is the padded time over the bucketed time to that point (0 where the bucketed
+    feed never gets there); the same ratio at whole epochs only and tokens per second over
+    the same epochs ride along. Only `fit`'s seconds count, not the evaluations, and each
+    feed's training step is traced before the clock starts, as `fit` will call it (a
+    bucketed feed's batches vary in shape: one trace for them all).
 
     With `--pairs FILE` (a larger real sample, e.g. tools/translation_pairs.py's) it is
     measured on that file too; the ratio is then the smaller of the two."""
@@ -250,6 +254,7 @@ def bucket_task(path: Path | str, options: Options):
 
 def _buckets_on(path: Path, options: Options) -> dict:
     """`length_buckets_speedup` on the pairs file `path`."""
+    from experiments.training import run  # noqa: PLC0415
     from experiments.training.batches import EpochBatches, LengthBatches  # noqa: PLC0415
 
     cfg, task = bucket_task(path, options)
@@ -260,47 +265,69 @@ def _buckets_on(path: Path, options: Options) -> dict:
         task, cfg, EpochBatches(dense, cfg.train.batch_size, cfg.train.seed), epochs, options
     )
     target = padded["val_loss"][-1] * (1 + SAME_LOSS)
+    feed_options = run.feed_options(cfg)  # as the runner feeds it (the backend's padding)
     buckets = fit_epochs(
         task,
         cfg,
-        LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed),
+        LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed, **feed_options),
         2 * epochs,
         options,
         stop_below=target,
+        checks_per_epoch=CHECKS_PER_EPOCH,
     )
-    reached = [e for e, loss in enumerate(buckets["val_loss"]) if loss <= target]
+    reached = [i for i, loss in enumerate(buckets["val_loss"]) if loss <= target]
+    whole = [i for i in reached if buckets["epochs"][i] == int(buckets["epochs"][i])]
     seconds_padded = padded["seconds"][-1]
     seconds_buckets = buckets["seconds"][reached[0] if reached else -1]
     ratio = seconds_padded / seconds_buckets if reached else 0.0
     tokens = task.kind.tokens_per_epoch(task.train)
-    same_epochs = min(epochs, len(buckets["seconds"])) - 1
+    same = min(
+        (i for i, done in enumerate(buckets["epochs"]) if done >= epochs),
+        default=len(buckets["epochs"]) - 1,
+    )
+    done = buckets["epochs"][same]
     return {
         "ratio": ratio,
         "spread": _one(ratio, "one fit of each"),
         "project_s": seconds_buckets,
         "peer_s": seconds_padded,
-        "shapes": {**size, "train_rows": len(task.train), "padded_width": dense.x.shape[1]},
+        "shapes": {
+            **size,
+            "train_rows": len(task.train),
+            "padded_width": dense.x.shape[1],
+            "buckets_pad_to": feed_options["pad_to"],
+        },
         "project": "LengthBatches (rows of similar length, padded per batch), to the same loss",
         "peer": f"EpochBatches over the split padded to its longest row, {epochs} epochs",
         "loss_to_reach": target,
-        "epochs_to_reach": reached[0] + 1 if reached else None,
+        "epochs_to_reach": buckets["epochs"][reached[0]] if reached else None,
+        # measured at the ends of epochs only, as before 2026-12-06
+        "ratio_whole_epochs": seconds_padded / buckets["seconds"][whole[0]] if whole else 0.0,
         "val_loss": {"padded": padded["val_loss"], "buckets": buckets["val_loss"]},
+        "epochs": {"padded": padded["epochs"], "buckets": buckets["epochs"]},
         "seconds": {"padded": padded["seconds"], "buckets": buckets["seconds"]},
         "tokens_per_second_same_epochs": {
-            "padded": tokens * (same_epochs + 1) / padded["seconds"][same_epochs],
-            "buckets": tokens * (same_epochs + 1) / buckets["seconds"][same_epochs],
+            "padded": tokens * epochs / seconds_padded,
+            "buckets": tokens * done / buckets["seconds"][same],
         },
     }
 
 
 # The bucketed feed's validation loss counts as the padded feed's within this fraction.
 SAME_LOSS = 0.02
+# How often in an epoch the bucketed feed's validation loss is measured.
+CHECKS_PER_EPOCH = 4
 
 
-def fit_epochs(task, cfg, feed, epochs: int, options: Options, stop_below=None) -> dict:
-    """`fit` one epoch at a time on `feed` (its `epoch` set as the runner's `EpochClock`
-    does), the validation loss after each: cumulative `fit` seconds and the losses, stopped
-    early once a loss is at most `stop_below`."""
+def fit_epochs(
+    task, cfg, feed, epochs: int, options: Options, stop_below=None, checks_per_epoch: int = 1
+) -> dict:
+    """`fit` on `feed` (its `epoch` set as the runner's `EpochClock` does) a part of an
+    epoch at a time (`checks_per_epoch` parts), the validation loss after each: cumulative
+    `fit` seconds, the epochs done (1.25 after the first quarter of the second) and the
+    losses, stopped at the end of the epoch in which a loss is at most `stop_below`. One batch is fitted before
+    the clock starts, through the same `fit_data` as the rest, so that the training step
+    `fit` calls is traced then (one more step for every feed)."""
     import keras  # noqa: PLC0415
 
     from experiments import backends  # noqa: PLC0415
@@ -309,19 +336,40 @@ def fit_epochs(task, cfg, feed, epochs: int, options: Options, stop_below=None) 
     keras.utils.set_random_seed(options.seed)
     model = task.kind.build_model(cfg, task)
     run.compile_model(model, cfg, task)
-    model.train_on_batch(*feed[0])  # traced before the clock starts
-    seconds, losses, elapsed = [], [], 0.0
+    fit_data = backends.current().fit_data
+    model.fit(fit_data(epoch_part(feed, 0, 1)), epochs=1, shuffle=False, verbose=0)
+    seconds, done, losses, elapsed = [], [], [], 0.0
+    parts = np.linspace(0, len(feed), checks_per_epoch + 1).round().astype(int)
     for epoch in range(epochs):
         feed.epoch = epoch
-        started = time.perf_counter()
-        model.fit(backends.current().fit_data(feed), epochs=1, shuffle=False, verbose=0)
-        elapsed += time.perf_counter() - started
-        loss = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
-        seconds.append(elapsed)
-        losses.append(loss)
-        if stop_below is not None and loss <= stop_below:
-            break
-    return {"seconds": seconds, "val_loss": losses}
+        for part, (start, stop) in enumerate(zip(parts[:-1], parts[1:], strict=True)):
+            started = time.perf_counter()
+            model.fit(fit_data(epoch_part(feed, start, stop)), epochs=1, shuffle=False, verbose=0)
+            elapsed += time.perf_counter() - started
+            loss = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
+            seconds.append(elapsed)
+            done.append(epoch + (part + 1) / checks_per_epoch)
+            losses.append(loss)
+        if stop_below is not None and min(losses) <= stop_below:
+            break  # at the end of the epoch that reached it
+    return {"seconds": seconds, "epochs": done, "val_loss": losses}
+
+
+def epoch_part(feed, start: int, stop: int):
+    """Batches `start` to `stop` of `feed`'s current epoch, as a feed of their own (a
+    `keras.utils.PyDataset`; varying in shape where `feed`'s batches do)."""
+    import keras  # noqa: PLC0415
+
+    class Part(keras.utils.PyDataset):
+        varying_shapes = getattr(feed, "varying_shapes", False)
+
+        def __len__(self) -> int:
+            return stop - start
+
+        def __getitem__(self, index: int):
+            return feed[start + index]
+
+    return Part()
 
 
 def _shipped_pairs() -> Path:
