@@ -216,5 +216,10 @@ def test_length_buckets_reaches_the_padded_loss_on_the_shipped_and_a_given_file(
             measured["peer_s"] / measured["seconds"]["buckets"][at_ends[0]] if at_ends else 0
         ), name
         assert measured["ratio_whole_epochs"] <= measured["ratio"], name
+        parts = np.diff(measured["seconds"]["buckets"][: first + 1], prepend=0)
+        padded_parts = np.diff(measured["seconds"]["padded"], prepend=0)
+        assert measured["ratio_median_parts"] == pytest.approx(
+            len(padded_parts) * np.median(padded_parts) / ((first + 1) * np.median(parts))
+        ), name
         assert measured["ratio"] == measured["peer_s"] / measured["project_s"], name
         assert measured["project_s"] == measured["seconds"]["buckets"][first], name

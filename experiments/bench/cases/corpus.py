@@ -303,6 +303,15 @@ def _buckets_on(path: Path, options: Options) -> dict:
         "epochs_to_reach": buckets["epochs"][reached[0]] if reached else None,
         # measured at the ends of epochs only, as before 2026-12-06
         "ratio_whole_epochs": seconds_padded / buckets["seconds"][whole[0]] if whole else 0.0,
+        # each side's time as its parts (epochs, quarters) at their median length: what the
+        # ratio is without a part that another process slowed (this machine stalls for
+        # seconds now and then)
+        "ratio_median_parts": (
+            _steady_seconds(padded["seconds"])
+            / _steady_seconds(buckets["seconds"][: reached[0] + 1])
+            if reached
+            else 0.0
+        ),
         "val_loss": {"padded": padded["val_loss"], "buckets": buckets["val_loss"]},
         "epochs": {"padded": padded["epochs"], "buckets": buckets["epochs"]},
         "seconds": {"padded": padded["seconds"], "buckets": buckets["seconds"]},
@@ -311,6 +320,11 @@ def _buckets_on(path: Path, options: Options) -> dict:
             "buckets": tokens * done / buckets["seconds"][same],
         },
     }
+
+
+def _steady_seconds(cumulative: list[float]) -> float:
+    """Parts' cumulative seconds as their number times their median length."""
+    return len(cumulative) * float(np.median(np.diff(cumulative, prepend=0.0)))
 
 
 # The bucketed feed's validation loss counts as the padded feed's within this fraction.
