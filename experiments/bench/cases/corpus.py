@@ -197,10 +197,11 @@ def length_buckets_speedup(options: Options) -> dict:
     2 % of that, its validation loss measured after every quarter of an epoch
     (`CHECKS_PER_EPOCH`), so that the time to the loss is not rounded up to a whole epoch.
     The ratio is the padded time over the bucketed time to that point (0 where the bucketed
-    feed never gets there); the same ratio at whole epochs only and tokens per second over
-    the same epochs ride along. Only `fit`'s seconds count, not the evaluations, and each
-    feed's training step is traced before the clock starts, as `fit` will call it (a
-    bucketed feed's batches vary in shape: one trace for them all).
+    feed never gets there); the same ratio at whole epochs only, with each side's parts at
+    their median length (`ratio_median_parts`: without the parts another process slowed)
+    and tokens per second over the same epochs ride along. Only `fit`'s seconds count, not
+    the evaluations, and each feed's training step is traced before the clock starts, as
+    `fit` will call it (a bucketed feed's batches vary in shape: one trace for them all).
 
     With `--pairs FILE` (a larger real sample, e.g. tools/translation_pairs.py's) it is
     measured on that file too; the ratio is then the smaller of the two."""
@@ -339,9 +340,9 @@ def fit_epochs(
     """`fit` on `feed` (its `epoch` set as the runner's `EpochClock` does) a part of an
     epoch at a time (`checks_per_epoch` parts), the validation loss after each: cumulative
     `fit` seconds, the epochs done (1.25 after the first quarter of the second) and the
-    losses, stopped at the end of the epoch in which a loss is at most `stop_below`. One batch is fitted before
-    the clock starts, through the same `fit_data` as the rest, so that the training step
-    `fit` calls is traced then (one more step for every feed)."""
+    losses, stopped at the end of the epoch in which a loss is at most `stop_below`. One
+    batch is fitted before the clock starts, through the same `fit_data` as the rest, so
+    that the training step `fit` calls is traced then (one more step for every feed)."""
     import keras  # noqa: PLC0415
 
     from experiments import backends  # noqa: PLC0415
