@@ -30,16 +30,16 @@ class Backend:
         """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""
         return requested
 
-    def pad_multiple(self, jit_compile: bool) -> int:
-        """What length-bucketed batches (`LengthBatches`) are padded to a multiple of, for a
-        training step compiled with `jit_compile` (what `jit_compile()` gave): 16 where
+    def pad_multiple(self, requested: bool) -> int:
+        """What length-bucketed batches (`LengthBatches`) are padded to a multiple of, for
+        `train.jit_compile` (`requested`; the step compiles as `jit_compile()` says): 16 where
         each new batch shape is compiled anew (XLA: JAX, TensorFlow's `jit_compile`), else
         1: TensorFlow's graph step is traced once for any lengths (`fit_data` declares them
         unknown) and PyTorch runs eagerly, so padding a row further only adds steps. On the
         GNU pairs (bahdanau LSTM 128, batch 32, TensorFlow graph mode) an epoch took 18.5 and
         19.0 s padded to a multiple of 1 against 19.8 and 20.9 s to a multiple of 4, the
         same loss (docs/results/benchmarks.md)."""
-        return 16 if jit_compile else 1
+        return 16 if self.jit_compile(requested) else 1
 
     def compile_inference(self, model, call: Callable) -> Callable:
         """`call(inputs)` (which runs `model` in inference mode) compiled for repeated use."""

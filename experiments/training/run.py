@@ -383,9 +383,7 @@ def feed_options(cfg) -> dict:
         "batch_tokens": cfg.train.batch_tokens,
         "pool": cfg.train.batch_pool,
         "multiple": distribute.planned_replicas(cfg.train.distribute),
-        "pad_to": backends.current().pad_multiple(
-            backends.current().jit_compile(cfg.train.jit_compile)
-        ),
+        "pad_to": backends.current().pad_multiple(cfg.train.jit_compile),
     }
 
 
