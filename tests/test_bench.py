@@ -1,12 +1,13 @@
 """`python -m experiments bench`: the JSON schema and the MLflow run, not the timings."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from experiments import commands
-from experiments.bench.cases import BENCHMARKS
+from experiments.bench.cases import BENCHMARKS, corpus
 from experiments.bench.goals import GOALS, goal_met
 from experiments.bench.profiles import TINY_ENV
 from experiments.bench.timing import summarize
@@ -190,8 +191,18 @@ def test_length_buckets_reaches_the_padded_loss_on_the_shipped_and_a_given_file(
     pairs.write_text("\n".join(lines.splitlines()[:700]) + "\n", encoding="utf-8")
     out = tmp_path / "buckets.json"
     argv = ["bench", "--only", "length_buckets_speedup", "--no-mlflow", "--out", str(out)]
+    fitted, fit_part = [], corpus.Fitting.fit_part
+
+    def recorded(fitting):
+        fitted.append(type(fitting.feed).__name__[0])  # E(pochBatches) or L(engthBatches)
+        fit_part(fitting)
+
+    monkeypatch.setattr(corpus.Fitting, "fit_part", recorded)
 
     assert commands.main([*argv, "--pairs", str(pairs)]) == 0
+
+    # per file: a quarter of each feed in turn while the padded feed trains, then buckets
+    assert re.fullmatch(r"((EL){4}L*){2}", "".join(fitted)), fitted
 
     result = json.loads(out.read_text())["results"]["length_buckets_speedup"]
     _check_result("length_buckets_speedup", result)
@@ -200,8 +211,9 @@ def test_length_buckets_reaches_the_padded_loss_on_the_shipped_and_a_given_file(
     assert files["pairs_file"]["shapes"]["train_rows"] < files["shipped"]["shapes"]["train_rows"]
     assert result["ratio"] == min(f["ratio"] for f in files.values())
     for name, measured in files.items():
-        assert measured["epochs"]["padded"] == [1.0], name  # the tiny profile's one epoch
-        checked = measured["epochs"]["buckets"]  # every quarter of an epoch
+        # the tiny profile's one epoch, each feed's loss after every quarter of an epoch
+        assert measured["epochs"]["padded"] == [0.25, 0.5, 0.75, 1.0], name
+        checked = measured["epochs"]["buckets"]
         assert checked == [0.25 * (i + 1) for i in range(len(checked))], name
         losses, target = measured["val_loss"]["buckets"], measured["loss_to_reach"]
         assert target == pytest.approx(measured["val_loss"]["padded"][-1] * 1.02), name

@@ -26,6 +26,11 @@ class Backend:
         feed itself by default."""
         return feed
 
+    def validation_data(self, inputs, y, batch_size: int) -> dict:
+        """`fit`'s arguments for the validation split (`inputs`, `y`), `batch_size` rows a
+        batch: the arrays themselves by default."""
+        return {"validation_data": (inputs, y), "validation_batch_size": batch_size}
+
     def jit_compile(self, requested: bool) -> bool:
         """`compile(jit_compile=)` for `train.jit_compile` (`requested`)."""
         return requested

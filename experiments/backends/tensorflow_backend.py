@@ -15,22 +15,38 @@ class TensorFlowBackend(Backend):
     saved_model = True
 
     def fit_data(self, feed):
-        """A feed whose batches vary in shape (`LengthBatches`: each padded to its own
-        longest row) as a `tf.data` generator whose every dimension is unknown: Keras reads
-        a `PyDataset`'s shapes from its first two batches, and a later batch of another
-        width would not fit them. Other feeds as they are."""
-        if not getattr(feed, "varying_shapes", False):
-            return feed
+        """The training feed `feed` (a `keras.utils.PyDataset`) as a `tf.data` generator
+        without tf.data's autotuning (`without_autotuning`), two batches read ahead. A feed
+        whose batches vary in shape (`LengthBatches`: each padded to its own longest row)
+        has every dimension unknown: Keras reads a `PyDataset`'s shapes from its first two
+        batches, and a later batch of another width would not fit them."""
+        varying = getattr(feed, "varying_shapes", False)
 
         def batches():
             for index in range(len(feed)):  # the feed's epoch is read as each batch is made
                 yield feed[index]
 
         spec = keras.tree.map_structure(
-            lambda a: tf.TensorSpec((None,) * a.ndim, tf.as_dtype(a.dtype)), feed[0]
+            lambda a: tf.TensorSpec((None,) * a.ndim if varying else a.shape, tf.as_dtype(a.dtype)),
+            feed[0],
         )
         dataset = tf.data.Dataset.from_generator(batches, output_signature=spec)
-        return dataset.apply(tf.data.experimental.assert_cardinality(len(feed))).prefetch(2)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(feed)))
+        return without_autotuning(dataset.prefetch(2))
+
+    def validation_data(self, inputs, y, batch_size: int) -> dict:
+        """The validation split as a `tf.data` dataset of `batch_size` rows without
+        tf.data's autotuning (`without_autotuning`): Keras makes a new iterator of it for
+        every epoch's evaluation. Sharded by rows where a strategy spans workers, as Keras
+        shards arrays."""
+        inputs = tuple(inputs) if isinstance(inputs, list) else inputs
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, y)).batch(batch_size)
+        dataset = without_autotuning(dataset.prefetch(2))
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA
+        )
+        return {"validation_data": dataset.with_options(options)}
 
     def compile_inference(self, model, call):
         return tf.function(call, reduce_retracing=True)
@@ -65,6 +81,20 @@ class TensorFlowBackend(Backend):
 
     def replicas_of(self, distribution) -> int:
         return distribution.num_replicas_in_sync
+
+
+def without_autotuning(dataset):
+    """`dataset` with tf.data's autotuning off. Each iterator of an autotuned dataset starts
+    an optimization thread that sleeps 10 ms, 20 ms, 40 ms, ... between its rounds; deleting
+    the iterator must wait for that thread, and on TensorFlow 2.21 the thread is at times
+    not woken, so the deletion waits out its sleep: up to the iterator's age again. Keras
+    deletes the training iterator at the end of every epoch, so such epochs took twice
+    their time (on the GNU pairs, quarters of an epoch of 11 s took 20.5 s, one in three,
+    the main thread waiting in `RootDataset::Iterator::~Iterator`; none with autotuning off,
+    docs/results/benchmarks.md). Nothing here is tuned: one generator, a fixed prefetch."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 def _logical_count(device_type: str) -> int:

@@ -362,8 +362,9 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
         trained.fit(
             backends.current().fit_data(batches),
             shuffle=False,  # the feed orders each epoch itself, from (seed, epoch)
-            validation_data=(supervision.fit_inputs(trained, task.val), task.val.y),
-            validation_batch_size=cfg.train.batch_size,
+            **backends.current().validation_data(
+                supervision.fit_inputs(trained, task.val), task.val.y, cfg.train.batch_size
+            ),
             epochs=cfg.train.epochs,
             initial_epoch=initial_epoch,
             callbacks=callbacks,

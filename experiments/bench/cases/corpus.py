@@ -190,12 +190,15 @@ def length_buckets_speedup(options: Options) -> dict:
     """Training time to the same validation loss with length-bucketed batches
     (`LengthBatches`) against the same rows padded alike to the split's longest
     (`EpochBatches`, how the training split was fed before), on the real pairs that ship
-    with the `pairs` config (subword units): the same model and seed each, fitted in turn.
+    with the `pairs` config (subword units): the same model and seed each, fitted side by
+    side in one process, a quarter of an epoch of each in turn (`CHECKS_PER_EPOCH`), so
+    that a minute in which the machine runs slower (this one's speed halves for minutes at
+    a time) slows both feeds, not the one fitted then.
 
     The padded feed trains `epochs` epochs and sets the loss to reach (its validation loss
     then); the bucketed feed trains (at most twice as many epochs) until its loss is within
-    2 % of that, its validation loss measured after every quarter of an epoch
-    (`CHECKS_PER_EPOCH`), so that the time to the loss is not rounded up to a whole epoch.
+    2 % of that, its validation loss measured after every quarter of an epoch, so that the
+    time to the loss is not rounded up to a whole epoch.
     The ratio is the padded time over the bucketed time to that point (0 where the bucketed
     feed never gets there); the same ratio at whole epochs only, with each side's parts at
     their median length (`ratio_median_parts`: without the parts another process slowed)
@@ -262,20 +265,21 @@ def _buckets_on(path: Path, options: Options) -> dict:
     size = options.sizes["buckets"]
     dense = task.train.take(slice(None))  # every row padded to the split's longest
     epochs = size["epochs"]
-    padded = fit_epochs(
-        task, cfg, EpochBatches(dense, cfg.train.batch_size, cfg.train.seed), epochs, options
-    )
-    target = padded["val_loss"][-1] * (1 + SAME_LOSS)
     feed_options = run.feed_options(cfg)  # as the runner feeds it (the backend's padding)
-    buckets = fit_epochs(
-        task,
-        cfg,
-        LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed, **feed_options),
-        2 * epochs,
-        options,
-        stop_below=target,
-        checks_per_epoch=CHECKS_PER_EPOCH,
+    padded, buckets = (
+        Fitting(task, cfg, feed, options, CHECKS_PER_EPOCH)
+        for feed in (
+            EpochBatches(dense, cfg.train.batch_size, cfg.train.seed),
+            LengthBatches(task.train, cfg.train.batch_size, cfg.train.seed, **feed_options),
+        )
     )
+    while padded.done < epochs:  # side by side, so that a slower minute slows both
+        padded.fit_part()
+        buckets.fit_part()
+    target = padded.losses[-1] * (1 + SAME_LOSS)
+    while buckets.done < 2 * epochs and not buckets.reached(target):
+        buckets.fit_part()
+    padded, buckets = padded.result(), buckets.result()
     reached = [i for i, loss in enumerate(buckets["val_loss"]) if loss <= target]
     whole = [i for i in reached if buckets["epochs"][i] == int(buckets["epochs"][i])]
     seconds_padded = padded["seconds"][-1]
@@ -305,8 +309,8 @@ def _buckets_on(path: Path, options: Options) -> dict:
         # measured at the ends of epochs only, as before 2026-12-06
         "ratio_whole_epochs": seconds_padded / buckets["seconds"][whole[0]] if whole else 0.0,
         # each side's time as its parts (epochs, quarters) at their median length: what the
-        # ratio is without a part that another process slowed (this machine stalls for
-        # seconds now and then)
+        # ratio is without a part that something else slowed (until 2026-12-06, on
+        # TensorFlow, the end of a part waiting for tf.data's autotuning thread)
         "ratio_median_parts": (
             _steady_seconds(padded["seconds"])
             / _steady_seconds(buckets["seconds"][: reached[0] + 1])
@@ -337,37 +341,69 @@ CHECKS_PER_EPOCH = 4
 def fit_epochs(
     task, cfg, feed, epochs: int, options: Options, stop_below=None, checks_per_epoch: int = 1
 ) -> dict:
-    """`fit` on `feed` (its `epoch` set as the runner's `EpochClock` does) a part of an
-    epoch at a time (`checks_per_epoch` parts), the validation loss after each: cumulative
-    `fit` seconds, the epochs done (1.25 after the first quarter of the second) and the
-    losses, stopped at the end of the epoch in which a loss is at most `stop_below`. One
-    batch is fitted before the clock starts, through the same `fit_data` as the rest, so
-    that the training step `fit` calls is traced then (one more step for every feed)."""
-    import keras  # noqa: PLC0415
+    """`Fitting.result()` of `epochs` epochs on `feed`, stopped at the end of the epoch in
+    which a validation loss is at most `stop_below`."""
+    fitting = Fitting(task, cfg, feed, options, checks_per_epoch)
+    while fitting.done < epochs and not fitting.reached(stop_below):
+        fitting.fit_part()
+    return fitting.result()
 
-    from experiments import backends  # noqa: PLC0415
-    from experiments.training import run  # noqa: PLC0415
 
-    keras.utils.set_random_seed(options.seed)
-    model = task.kind.build_model(cfg, task)
-    run.compile_model(model, cfg, task)
-    fit_data = backends.current().fit_data
-    model.fit(fit_data(epoch_part(feed, 0, 1)), epochs=1, shuffle=False, verbose=0)
-    seconds, done, losses, elapsed = [], [], [], 0.0
-    parts = np.linspace(0, len(feed), checks_per_epoch + 1).round().astype(int)
-    for epoch in range(epochs):
-        feed.epoch = epoch
-        for part, (start, stop) in enumerate(zip(parts[:-1], parts[1:], strict=True)):
-            started = time.perf_counter()
-            model.fit(fit_data(epoch_part(feed, start, stop)), epochs=1, shuffle=False, verbose=0)
-            elapsed += time.perf_counter() - started
-            loss = float(model.evaluate(task.val.inputs, task.val.y, batch_size=64, verbose=0))
-            seconds.append(elapsed)
-            done.append(epoch + (part + 1) / checks_per_epoch)
-            losses.append(loss)
-        if stop_below is not None and min(losses) <= stop_below:
-            break  # at the end of the epoch that reached it
-    return {"seconds": seconds, "epochs": done, "val_loss": losses}
+class Fitting:
+    """A model of `task` fitted on `feed` (its `epoch` set as the runner's `EpochClock`
+    does) a part of an epoch at a time (`checks_per_epoch` parts), its validation loss
+    measured after each, so that two feeds can be fitted side by side, a part of each in
+    turn. One batch is fitted before the clock starts, through the same `fit_data` as the
+    rest, so that the training step `fit` calls is traced then (one more step for every
+    feed); only `fit`'s seconds count, not the evaluations."""
+
+    def __init__(self, task, cfg, feed, options: Options, checks_per_epoch: int = 1):
+        import keras  # noqa: PLC0415
+
+        from experiments import backends  # noqa: PLC0415
+        from experiments.training import run  # noqa: PLC0415
+
+        keras.utils.set_random_seed(options.seed)
+        self.model = task.kind.build_model(cfg, task)
+        run.compile_model(self.model, cfg, task)
+        self.task, self.feed, self.checks_per_epoch = task, feed, checks_per_epoch
+        self.fit_data = backends.current().fit_data
+        self._fit(0, 1)
+        self.parts = np.linspace(0, len(feed), checks_per_epoch + 1).round().astype(int)
+        self.seconds, self.epochs, self.losses, self.elapsed = [], [], [], 0.0
+
+    @property
+    def done(self) -> float:
+        """Epochs fitted so far (1.25 after the first quarter of the second)."""
+        return self.epochs[-1] if self.epochs else 0.0
+
+    def reached(self, loss) -> bool:
+        """Whether an epoch has ended since a validation loss was at most `loss` (None:
+        never)."""
+        if loss is None or not self.losses:
+            return False
+        return self.done == int(self.done) and min(self.losses) <= loss
+
+    def fit_part(self) -> None:
+        """Fits the next part of an epoch and measures the validation loss after it."""
+        epoch, part = divmod(len(self.epochs), self.checks_per_epoch)
+        self.feed.epoch = epoch
+        started = time.perf_counter()
+        self._fit(self.parts[part], self.parts[part + 1])
+        self.elapsed += time.perf_counter() - started
+        val = self.task.val
+        self.losses.append(float(self.model.evaluate(val.inputs, val.y, batch_size=64, verbose=0)))
+        self.seconds.append(self.elapsed)
+        self.epochs.append(epoch + (part + 1) / self.checks_per_epoch)
+
+    def _fit(self, start: int, stop: int) -> None:
+        data = self.fit_data(epoch_part(self.feed, start, stop))
+        self.model.fit(data, epochs=1, shuffle=False, verbose=0)
+
+    def result(self) -> dict:
+        """Cumulative `fit` seconds, the epochs done and the validation losses, after each
+        part."""
+        return {"seconds": self.seconds, "epochs": self.epochs, "val_loss": self.losses}
 
 
 def epoch_part(feed, start: int, stop: int):
