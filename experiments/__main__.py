@@ -2,10 +2,11 @@
 
 import sys
 
-from experiments import errors
+from experiments import errors, thread_pools
 from experiments.commands import main
 
 if __name__ == "__main__":
+    thread_pools.choose()  # before TensorFlow starts: the commands import it when needed
     try:
         sys.exit(main())
     except KeyboardInterrupt:  # Ctrl+C: what it stopped has been ended (a run KILLED)

@@ -21,6 +21,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from experiments import thread_pools
+
 
 def quantiles(values: list[float]) -> tuple[float, float, float]:
     """(first quartile, median, third quartile) of `values` (linear interpolation)."""
@@ -162,6 +164,10 @@ def machine_info() -> dict:
         "keras_backend": keras.backend.backend(),
         "numpy": np.__version__,
         "load_average_start": load_average(),
+        # TensorFlow's thread pools (`experiments.thread_pools`; unset: TensorFlow's own)
+        "tf_thread_pools": {
+            name: os.environ.get(name) for name in (thread_pools.INTER_OP, thread_pools.INTRA_OP)
+        },
     }
     return info
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import keras
 import mlflow
 
-from experiments import config, ready_configs
+from experiments import backends, config, ready_configs
 from experiments.bench import timing
 from experiments.bench.cases.common import Options
 from experiments.tracking import store
@@ -87,6 +87,9 @@ def tracking_overhead(options: Options) -> dict:
         if len(without_logging) == len(with_logging):
             raise RuntimeError("make_callbacks returned no RunLogger to leave out")
         epoch = [0]
+        backend = backends.current()  # both sides fed as the runner feeds them
+        data = backend.fit_data(batches)
+        validation = backend.validation_data(task.val.inputs, task.val.y, cfg.train.batch_size)
 
         r = options.repeats
         span = r["tracking_epochs"]
@@ -95,9 +98,9 @@ def tracking_overhead(options: Options) -> dict:
             start = epoch[0]
             epoch[0] += span
             model.fit(
-                batches,
-                validation_data=(task.val.inputs, task.val.y),
-                validation_batch_size=cfg.train.batch_size,
+                data,
+                shuffle=False,
+                **validation,
                 initial_epoch=start,
                 epochs=start + span,
                 callbacks=callbacks,
