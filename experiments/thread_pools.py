@@ -31,10 +31,10 @@ def choose(environ=os.environ) -> None:
     op); its processes' children inherit the choice."""
     if INTER_OP in environ or INTRA_OP in environ:
         return
-    environ.update(defaults(_cores()))
+    environ.update(defaults(usable_cores()))
 
 
-def _cores() -> int:
+def usable_cores() -> int:
     """The cores this process may run on (all of them where the system does not say)."""
     if hasattr(os, "sched_getaffinity"):  # Linux
         return max(1, len(os.sched_getaffinity(0)))

@@ -147,10 +147,7 @@ def load_average() -> list[float] | None:
 def machine_info() -> dict:
     """What the numbers were measured on."""
     gpus = tf.config.list_physical_devices("GPU")
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count()
+    cores = thread_pools.usable_cores()
     info = {
         "platform": platform.platform(),
         "processor": _cpu_model() or platform.processor(),

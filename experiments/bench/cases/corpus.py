@@ -192,8 +192,8 @@ def length_buckets_speedup(options: Options) -> dict:
     (`EpochBatches`, how the training split was fed before), on the real pairs that ship
     with the `pairs` config (subword units): the same model and seed each, fitted side by
     side in one process, a quarter of an epoch of each in turn (`CHECKS_PER_EPOCH`), so
-    that a minute in which the machine runs slower (this one's speed halves for minutes at
-    a time) slows both feeds, not the one fitted then.
+    that a stretch in which the machine runs slower slows both feeds, not the one fitted
+    then.
 
     The padded feed trains `epochs` epochs and sets the loss to reach (its validation loss
     then); the bucketed feed trains (at most twice as many epochs) until its loss is within
@@ -201,7 +201,7 @@ def length_buckets_speedup(options: Options) -> dict:
     time to the loss is not rounded up to a whole epoch.
     The ratio is the padded time over the bucketed time to that point (0 where the bucketed
     feed never gets there); the same ratio at whole epochs only, with each side's parts at
-    their median length (`ratio_median_parts`: without the parts another process slowed)
+    their median length (`ratio_median_parts`: without the parts something else slowed)
     and tokens per second over the same epochs ride along. Only `fit`'s seconds count, not
     the evaluations, and each feed's training step is traced before the clock starts, as
     `fit` will call it (a bucketed feed's batches vary in shape: one trace for them all).
