@@ -494,6 +494,7 @@ def _finish(model, cfg, task, tracker, training_peak: float, best_epoch: int | N
     if best_epoch is not None:
         results["best_epoch"] = best_epoch
     tracker.log_metrics_once(results, last_step)
+    memory.give_back()  # each phase of the end grows from what is in use, not from the last
     _log_length_generalisation(model, cfg, task, tracker, last_step)
     shown = last_step if best_epoch is None else best_epoch  # the epoch of these weights
     cb.log_heatmaps(tracker, model, task, "heatmaps/final", epoch=shown)
@@ -505,15 +506,18 @@ def _finish(model, cfg, task, tracker, training_peak: float, best_epoch: int | N
     for path, text in artifacts.texts.items():
         tracker.log_text(text, path)
     tracker.log_metrics_once(artifacts.metrics, last_step)
+    memory.give_back()
     rows = kind.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
     if rows:
         tracker.log_table(rows, "samples/final.json")
+    memory.give_back()
     if cfg.tracking.log_model:
         card = kind.text_card(task, cfg)
         tokens = np.asarray(card["examples"]["tokens"], dtype="int32")
         tracker.log_dict({"tokens": tokens.tolist()}, "input_example.json")
         # What the Keras-flavor model must serve for them: greedy ids, or logits.
         tracker.log_array(kind.serving_output(model, cfg, tokens), "expected_output.npy")
+        memory.give_back()
         model_tags = tracker.log_model(model, card)  # model_uri (TensorFlow), text_model_uri
         tracker.set_tags({**model_tags, **model_logging.skipped_note(card)})
         if cfg.tracking.register_model is not None:
