@@ -34,6 +34,13 @@ def choose(environ=os.environ) -> None:
     environ.update(defaults(usable_cores()))
 
 
+def describe(environ=os.environ) -> str:
+    """The pools' sizes as `environ` sets them for TensorFlow, for a run's `tf_thread_pools`
+    tag: "2 inter-op x 1 intra-op", "default" for a pool left to TensorFlow."""
+    inter, intra = (environ.get(name, "default") for name in (INTER_OP, INTRA_OP))
+    return f"{inter} inter-op x {intra} intra-op"
+
+
 def usable_cores() -> int:
     """The cores this process may run on (all of them where the system does not say)."""
     if hasattr(os, "sched_getaffinity"):  # Linux

@@ -34,6 +34,7 @@ TAGS = {
     "git_commit",
     "keras_backend",
     "tensorflow_version",
+    "tf_thread_pools",
     "keras_version",
 }
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}

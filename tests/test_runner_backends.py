@@ -94,7 +94,7 @@ def test_a_run_on_another_backend_is_tracked_and_its_text_model_reloads(backend,
     assert run.info.status == "FINISHED"
     assert tags["keras_backend"] == backend and f"{backend}_version" in tags
     assert tags["device"].startswith("cpu (")
-    assert "tensorflow_version" not in tags
+    assert "tensorflow_version" not in tags and "tf_thread_pools" not in tags
     # No SavedModel off TensorFlow: the run says why, and logs the text model.
     assert "model_uri" not in tags and backend in tags["keras_model_skipped"]
     assert tags["text_model_uri"].startswith("models:/")

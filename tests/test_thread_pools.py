@@ -53,3 +53,13 @@ def test_the_runners_processes_start_tensorflow_with_the_chosen_pools():
         expected["TF_NUM_INTRAOP_THREADS"],
         "False",  # chosen before TensorFlow was imported
     ]
+
+
+def test_the_tag_says_each_pools_size_or_that_tensorflow_chose_it():
+    assert thread_pools.describe({}) == "default inter-op x default intra-op"
+    environ = {}
+    thread_pools.choose(environ)
+    assert thread_pools.describe(environ) == (
+        f"{environ['TF_NUM_INTEROP_THREADS']} inter-op x {environ['TF_NUM_INTRAOP_THREADS']} intra-op"
+    )
+    assert thread_pools.describe({"TF_NUM_INTRAOP_THREADS": "3"}) == "default inter-op x 3 intra-op"

@@ -58,6 +58,10 @@ class Backend:
         """`{"jax_version": ...}`: the framework's packages, as run tags."""
         return {}
 
+    def runtime_tags(self) -> dict[str, str]:
+        """How the framework runs here beyond its version, as run tags (none by default)."""
+        return {}
+
     def requirements(self) -> list[str]:
         """Pinned pip requirements of the framework, for the logged text model."""
         return []

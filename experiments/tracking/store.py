@@ -136,12 +136,14 @@ def default_checkpoint_root() -> Path:
 
 
 def environment_tags() -> dict[str, str]:
-    """Versions, the Keras backend, the device and the git commit."""
+    """Versions, the Keras backend, how it runs (`Backend.runtime_tags`), the device and the
+    git commit."""
     backend = backends.current()
     return {
         "git_commit": git_commit(),
         "keras_backend": backend.name,
         **backend.versions(),
+        **backend.runtime_tags(),
         "keras_version": keras.__version__,
         "mlflow_version": mlflow.__version__,
         "python_version": platform.python_version(),
