@@ -19,17 +19,19 @@ def _trained_model():
     return model, x, y
 
 
-def test_the_released_training_step_is_collected_and_the_model_still_serves():
+def test_the_released_steps_are_collected_and_the_model_still_serves():
     model, x, y = _trained_model()
-    step = weakref.ref(model.train_function)
     predicted = model.predict(x, verbose=0)
+    loss = model.evaluate(x, y, verbose=0)
+    steps = [weakref.ref(model.train_function), weakref.ref(model.test_function)]
 
     memory.release_training_step(model)
     gc.collect()
 
-    assert model.train_function is None
-    assert step() is None  # nothing else holds the traced step
+    assert model.train_function is model.test_function is None
+    assert [step() for step in steps] == [None, None]  # nothing else holds the traced steps
     np.testing.assert_array_equal(model.predict(x, verbose=0), predicted)
+    assert model.evaluate(x, y, verbose=0) == loss
     model.fit(x, y, batch_size=4, epochs=1, verbose=0)  # made again where training resumes
     assert model.train_function is not None
 

@@ -21,6 +21,15 @@ BLEU_ORDER = 4  # sacrebleu's n-grams, 1 to 4
 EVAL_BATCH = 512
 
 
+def _prompts_per_batch(sampler) -> int:
+    """How many prompts a batch of the test split's decoding holds: `EVAL_BATCH` rows of
+    the model's batch, of which beam search gives each prompt one per beam. Beam search
+    over 512 prompts at once (2,048 rows) took the plain-Keras peer's run 133 MB above
+    where it began (GNU pairs, batch 512; docs/results/real-text.md), a peak its training
+    had never needed."""
+    return max(1, EVAL_BATCH // getattr(sampler, "num_beams", 1))
+
+
 def bleu_tokenize(task) -> str:
     """sacrebleu's tokenisation of the task's BLEU: `char` where its targets are strings of
     characters (every token of its output vocabulary one character), on which `13a` makes
@@ -247,7 +256,7 @@ class Seq2Seq(TaskKind):
             sampler,
             split.x,
             split.targets.shape[1],
-            batch_size=EVAL_BATCH,
+            batch_size=_prompts_per_batch(sampler),
             seed=seed,
             **_copy_inputs(split),
         )

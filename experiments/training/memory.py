@@ -39,12 +39,16 @@ def release_training_step(model) -> None:
     """Training is over: let go of `model`'s compiled training step (its traced graph, on
     TensorFlow the forward and backward pass of every shape it saw) and hand the freed
     memory back to the system, so that what the run does next (test scores, samples, the
-    logged model) has it. `fit` would compile the step again.
+    logged model) has it; with it the step `fit` evaluated the validation split with
+    (`test_function`: the end scores splits with the kind's own compiled calls). `fit`
+    would compile them again.
 
-    On the GNU pairs (`tools/real_text_sweep.yaml`, bahdanau, 2 epochs) this took the
-    process from 1,590 to 1,420 MB resident, and the run's end then stayed within
-    training's peak, where it had added 51 MB (docs/results/real-text.md)."""
-    model.train_function = None  # public: what `compile` resets, what `fit` makes again
+    On the GNU pairs (`tools/real_text_sweep.yaml`, bahdanau, 2 epochs) letting go of the
+    training step took the process from 1,590 to 1,420 MB resident, and the run's end
+    then stayed within training's peak, where it had added 51 MB
+    (docs/results/real-text.md)."""
+    # public: what `compile` resets, what `fit` and `evaluate` make again
+    model.train_function = model.test_function = None
     give_back()
 
 

@@ -371,6 +371,7 @@ def _train_in_scope(cfg, task, tracker, folder: Path, strategy, extra_callbacks)
             verbose=cfg.train.verbose,
         )
     best_epoch = _restore_best(trained, folder) if cfg.train.early_stopping else None
+    tracker.wait()  # the last epoch's heatmaps, drawn while training went on as every epoch's
     training_peak = memory.peak_memory_mb()  # the epochs, their evaluations and checkpoints
     memory.release_training_step(trained)
     _finish(model, cfg, task, tracker, training_peak, best_epoch)
@@ -506,6 +507,7 @@ def _finish(model, cfg, task, tracker, training_peak: float, best_epoch: int | N
     for path, text in artifacts.texts.items():
         tracker.log_text(text, path)
     tracker.log_metrics_once(artifacts.metrics, last_step)
+    tracker.wait()  # the final heatmaps drawn now, not beside the samples and the logged model
     memory.give_back()
     rows = kind.sample_rows(model, task, cfg.generate, cfg.tracking.num_samples)
     if rows:
@@ -530,4 +532,4 @@ def _finish(model, cfg, task, tracker, training_peak: float, best_epoch: int | N
         {"train_peak_memory_mb": training_peak, "run_peak_memory_mb": memory.peak_memory_mb()},
         last_step,
     )
-    tracker.wait()  # the heatmaps: a failure fails the run
+    tracker.wait()  # what is left on the artifact thread: a failure fails the run
