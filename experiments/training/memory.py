@@ -60,9 +60,9 @@ def give_back() -> None:
     samples, the logged model) frees what it made, but glibc keeps the freed pages between
     live blocks resident, and the next phase's blocks came on top of them.
 
-    At LSTM 256, batch 32 on the GNU pairs (2 epochs; docs/results/real-text.md) the end
-    then rose 105 MB above where it began instead of 168 MB, and stayed below training's
-    peak."""
+    At LSTM 256, batch 32 on the GNU pairs (2 epochs; docs/results/real-text.md), trimmed
+    after each of its phases in a probe, the end rose 105 MB above where it began instead
+    of 168 MB, and stayed below training's peak."""
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # glibc only
         ctypes.CDLL("libc.so.6").malloc_trim(0)
