@@ -34,10 +34,15 @@ def choose(environ=os.environ) -> None:
     environ.update(defaults(usable_cores()))
 
 
+def sizes(environ=os.environ) -> dict[str, str | None]:
+    """Each pool's size as `environ` sets it for TensorFlow (None: left to TensorFlow)."""
+    return {name: environ.get(name) for name in (INTER_OP, INTRA_OP)}
+
+
 def describe(environ=os.environ) -> str:
-    """The pools' sizes as `environ` sets them for TensorFlow, for a run's `tf_thread_pools`
-    tag: "2 inter-op x 1 intra-op", "default" for a pool left to TensorFlow."""
-    inter, intra = (environ.get(name, "default") for name in (INTER_OP, INTRA_OP))
+    """`sizes` for a run's `tf_thread_pools` tag: "2 inter-op x 1 intra-op", "default" for a
+    pool left to TensorFlow."""
+    inter, intra = (size or "default" for size in sizes(environ).values())
     return f"{inter} inter-op x {intra} intra-op"
 
 

@@ -47,7 +47,7 @@ def test_the_runners_processes_start_tensorflow_with_the_chosen_pools():
     out = subprocess.run(
         [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
     ).stdout.split()
-    expected = thread_pools.defaults(len(os.sched_getaffinity(0)))
+    expected = thread_pools.defaults(thread_pools.usable_cores())
     assert out[-3:] == [
         expected["TF_NUM_INTEROP_THREADS"],
         expected["TF_NUM_INTRAOP_THREADS"],

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+from experiments.bench import timing
 from experiments.training import memory
 
 
@@ -47,20 +48,15 @@ def test_the_peak_is_a_high_water_mark_that_a_reset_starts_again():
     assert memory.peak_memory_mb() < raised - 30  # the freed block no longer counts
 
 
-def _resident_mb() -> float:
-    for line in (memory.PROC_SELF / "status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 2**10
-    raise AssertionError("no VmRSS in /proc/self/status")
-
-
 def test_give_back_returns_the_freed_pages_a_live_block_kept_resident():
-    if not (memory.PROC_SELF / "status").exists():
+    if timing.rss_bytes() is None:
         pytest.skip("no /proc/self/status: the resident set cannot be read here")
     blocks = [bytearray(4000) for _ in range(25_000)]  # 100 MB of C heap, past pymalloc's sizes
     last = blocks[-1]  # holds the top of the heap: glibc's free cannot shrink it past it
     del blocks
-    held = _resident_mb()
+    held = timing.rss_bytes()
     memory.give_back()
-    assert _resident_mb() < held - 60, "the 100 MB freed below a live block stayed resident"
+    assert timing.rss_bytes() < held - 60 * 2**20, (
+        "the 100 MB freed below a live block stayed resident"
+    )
     assert len(last) == 4000

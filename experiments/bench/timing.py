@@ -162,9 +162,7 @@ def machine_info() -> dict:
         "numpy": np.__version__,
         "load_average_start": load_average(),
         # TensorFlow's thread pools (`experiments.thread_pools`; unset: TensorFlow's own)
-        "tf_thread_pools": {
-            name: os.environ.get(name) for name in (thread_pools.INTER_OP, thread_pools.INTRA_OP)
-        },
+        "tf_thread_pools": thread_pools.sizes(),
     }
     return info
 
