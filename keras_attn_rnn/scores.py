@@ -328,15 +328,21 @@ def _step_energy(v, query, *terms):
 
 
 def energy(hidden, v):
-    """`hidden (..., U) . v (U,)`, the additive score's last contraction.
+    """`hidden (..., U) . v (U,)`, the additive score's last contraction, as one 2-D matmul.
 
-    A multiply and a sum, not `matmul(hidden, v[:, None])`: TensorFlow's oneDNN BatchMatMul
-    of a rank-4 tensor by a matrix writes out of bounds with several threads on AVX-512 CPUs
-    (wrong scores, then heap corruption; seen with TensorFlow 2.18 to 2.21), and the
-    gradient of `tensordot` transposes by a permutation XLA cannot compile inside a loop
-    whose shapes are dynamic.
+    `hidden` is flattened to `(N, U)` and multiplied by `v` as a `(U, 1)` matrix: a
+    multiply and a sum cost more passes over the `(..., U)` tensor (its gradient tiles
+    the upstream `(...)` back to `(..., U)`, then multiplies twice and sums), and a
+    TensorFlow decoder step with the additive score took 1.76 instead of 1.88 plain-Keras
+    translator steps, the Luong path's 1.49 instead of 1.90 of its dot score's
+    (docs/results/benchmarks.md); on JAX it is neutral. Flat, because TensorFlow's oneDNN
+    BatchMatMul of a rank-4 tensor by a matrix writes out of bounds with several threads
+    on AVX-512 CPUs (wrong scores, then heap corruption; seen with TensorFlow 2.18 to
+    2.21), and the gradient of `tensordot` transposes by a permutation XLA cannot compile
+    inside a loop whose shapes are dynamic.
     """
-    return ops.sum(hidden * v, axis=-1)
+    flat = ops.reshape(hidden, (-1, ops.shape(hidden)[-1]))
+    return ops.reshape(ops.matmul(flat, ops.expand_dims(v, -1)), ops.shape(hidden)[:-1])
 
 
 REGISTRY = registry.Registry(

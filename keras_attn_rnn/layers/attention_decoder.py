@@ -417,14 +417,17 @@ class AttentionDecoder(keras.layers.Layer):
             step_inputs = projected
 
         def step_fn(step_input, states):
-            x = step_input[:, :-1] if masked else step_input
+            if masked:  # a split, whose gradient is one concat, not a strided slice's
+                x, step_mask = ops.split(step_input, [step_input.shape[-1] - 1], axis=-1)
+            else:
+                x = step_input
             output, alignments, new_state = decoder_step(
                 x, states[0], keys, memory, memory_mask, weights, training
             )
             if not masked:
                 return (output, *alignments), [new_state]
             # a padded row keeps its state; its output and alignments are zeroed after the loop
-            real = step_input[:, -1:] > 0  # (B, 1): this step is not padding
+            real = step_mask > 0  # (B, 1): this step is not padding
             new_state = _decoder_state.keep_padded_rows(real, new_state, states[0])
             if not carry_last:
                 return (output, *alignments), [new_state]
