@@ -341,8 +341,9 @@ def energy(hidden, v):
     2.21), and the gradient of `tensordot` transposes by a permutation XLA cannot compile
     inside a loop whose shapes are dynamic.
     """
-    flat = ops.reshape(hidden, (-1, ops.shape(hidden)[-1]))
-    return ops.reshape(ops.matmul(flat, ops.expand_dims(v, -1)), ops.shape(hidden)[:-1])
+    shape = ops.shape(hidden)
+    flat = ops.reshape(hidden, (-1, shape[-1]))
+    return ops.reshape(ops.matmul(flat, ops.expand_dims(v, -1)), shape[:-1])
 
 
 REGISTRY = registry.Registry(
