@@ -26,6 +26,10 @@ framework is named, since a dataset is TensorFlow's whatever the backend.
 `custom_gradients_outlive_graphs()` says where a written gradient would pin its
 graph in memory (TensorFlow), so the code that writes one can do without there.
 
+`fuses_elementwise()` says whether the code being traced here is compiled by a fusing
+compiler (XLA, `torch.compile`), where a chain of elementwise ops never writes its
+intermediate results to memory.
+
 `new_record` / `write_record` / `stack_record` keep a loop's per-step outputs
 (tokens, alignments) as a `while_loop` variable that each step writes once.
 """
@@ -169,6 +173,34 @@ def custom_gradients_outlive_graphs() -> bool:
     a tuner) memory grew by the size of a traced step per model.
     """
     return keras.backend.backend() == "tensorflow"
+
+
+def fuses_elementwise() -> bool:
+    """Whether the ops being traced here are compiled by a fusing compiler: always on JAX
+    (`jax.jit`, XLA); on TensorFlow inside a `tf.function(jit_compile=True)` (Keras's
+    `jit_compile=True`) and its loops; on PyTorch while `torch.compile` traces. Elsewhere
+    (TensorFlow's graph mode and eager, PyTorch eager, NumPy) each op writes out its whole
+    result.
+
+    TensorFlow says so only through a private function,
+    `control_flow_util.GraphOrParentsInXlaContext` (what its own gradient code asks);
+    `tests/test_compilation.py` fails if it moves.
+    """
+    backend = keras.backend.backend()
+    if backend == "jax":
+        return True
+    if backend == "tensorflow":
+        import tensorflow as tf
+        from tensorflow.python.ops import control_flow_util
+
+        if tf.executing_eagerly():
+            return False
+        return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+    if backend == "torch":
+        import torch
+
+        return torch.compiler.is_compiling()
+    return False
 
 
 def concrete_values(x):

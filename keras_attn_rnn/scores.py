@@ -23,7 +23,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn_rnn import _compilation, registry, serializable
+from keras_attn_rnn import _compilation, _keras_compat, registry, serializable
 
 
 class Score(keras.layers.Layer):
@@ -232,7 +232,7 @@ class Additive(Score):
         return v
 
     def pairwise(self, query, keys):
-        return additive_energy(self._v(), ops.expand_dims(query, -2), ops.expand_dims(keys, -3))
+        return additive_pairwise(self._v(), query, keys)
 
     def score_step(self, query, prepared_keys):
         # the sum of `pairwise`, without the query and key axes it adds and squeezes
@@ -274,6 +274,60 @@ def additive_energy(v, *terms):
     for term in terms[1:]:
         hidden = hidden + term
     return energy(ops.tanh(hidden), v)
+
+
+# How many elements of the `(B, c, Tv, U)` tanh `additive_pairwise` forms at once: 8 MB
+# of float32 (docs/results/benchmarks.md, "The parallel additive score in chunks").
+PAIRWISE_CHUNK_ELEMENTS = 2**21
+
+
+def additive_pairwise(v, query, keys):
+    """`v . tanh(q_i + k_j)` for every query row `i` and key `j`: `query (B, Tq, U)` and
+    `keys (B, Tv, U)`, both projected, -> `(B, Tq, Tv)`.
+
+    Where each op writes out its result (TensorFlow's graph mode and eager, PyTorch
+    eager: `_compilation.fuses_elementwise()` is False) the `(B, Tq, Tv, U)` tensor inside
+    is formed `c` query rows at a time, `c` the most whose `(B, c, Tv, U)` tensor holds
+    `PAIRWISE_CHUNK_ELEMENTS` (at least one row): in one piece, at the benchmark's shapes,
+    it is 59 MB written and read again by every op of the forward and backward passes.
+    The chunks are the steps of Keras's backend loop (where the shapes are only known at
+    run time, the chunk length is reckoned then); each chunk's values are those of the
+    whole tensor's rows. Under XLA (JAX, TensorFlow's `jit_compile`) the sum, the `tanh`
+    and the contraction are fused and never write the tensor, and one piece was faster.
+    Other ranks, and a single query row, in one piece too.
+    """
+    whole = lambda: additive_energy(v, ops.expand_dims(query, -2), ops.expand_dims(keys, -3))  # noqa: E731
+    if (
+        len(query.shape) != 3
+        or len(keys.shape) != 3
+        or query.shape[1] == 1
+        or _compilation.fuses_elementwise()
+    ):
+        return whole()
+    batch, length, units = ops.shape(query)
+    key_length = ops.shape(keys)[1]
+    per_row = batch * key_length * units
+    if all(isinstance(d, int) for d in (batch, length, key_length, units)):
+        chunk = max(1, PAIRWISE_CHUNK_ELEMENTS // per_row)
+        if chunk >= length:
+            return whole()
+    else:
+        chunk = ops.maximum(1, PAIRWISE_CHUNK_ELEMENTS // per_row)
+    count = (length + chunk - 1) // chunk
+    rows = ops.pad(query, [[0, 0], [0, count * chunk - length], [0, 0]])
+    chunks = ops.reshape(rows, (batch, count, chunk * units))
+    expanded_keys = ops.expand_dims(keys, 1)
+
+    def step(flat_rows, states):
+        part = ops.expand_dims(ops.reshape(flat_rows, (batch, chunk, units)), 2)
+        energies = additive_energy(v, part, expanded_keys)  # (B, c, Tv)
+        return ops.reshape(energies, (batch, chunk * key_length)), states
+
+    dummy = ops.zeros((batch, 1), query.dtype)
+    _, energies, _ = _keras_compat.rnn(
+        step, chunks, [dummy], input_length=count if isinstance(count, int) else None
+    )
+    return ops.reshape(energies, (batch, count * chunk, key_length))[:, :length]
 
 
 def additive_step(query, query_kernel, prepared_keys, v, *features):

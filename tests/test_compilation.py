@@ -38,3 +38,27 @@ def test_a_record_in_a_compiled_loop_equals_the_eager_one():
         model, "record-test", lambda model: record_three_of_five_steps()
     )
     np.testing.assert_array_equal(to_numpy(function()), eager)
+
+
+def test_fuses_elementwise_is_true_only_under_a_fusing_compiler():
+    backend = keras.backend.backend()
+    assert _compilation.fuses_elementwise() is (backend == "jax")  # eager (JAX: always jit)
+    if backend != "tensorflow":
+        return
+    import tensorflow as tf
+
+    seen = {}
+
+    def probe(name):
+        seen[name] = _compilation.fuses_elementwise()
+        return tf.constant(0)
+
+    tf.function(lambda: probe("graph"))()
+    tf.function(lambda: probe("xla"), jit_compile=True)()
+
+    def in_loop():  # a loop's body is a graph of its own, nested in the compiled one
+        return tf.while_loop(lambda i: i < 1, lambda i: i + 1 + probe("xla loop"), [0])
+
+    tf.function(in_loop, jit_compile=True)()
+    # False also when TensorFlow moved the private function this asks (it would raise)
+    assert seen == {"graph": False, "xla": True, "xla loop": True}
