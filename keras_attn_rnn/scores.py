@@ -323,10 +323,7 @@ def additive_pairwise(v, query, keys):
         energies = additive_energy(v, part, expanded_keys)  # (B, c, Tv)
         return ops.reshape(energies, (batch, chunk * key_length)), states
 
-    dummy = ops.zeros((batch, 1), query.dtype)
-    _, energies, _ = _keras_compat.rnn(
-        step, chunks, [dummy], input_length=count if isinstance(count, int) else None
-    )
+    _, energies, _ = _keras_compat.rnn(step, chunks, [])
     return ops.reshape(energies, (batch, count * chunk, key_length))[:, :length]
 
 

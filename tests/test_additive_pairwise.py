@@ -32,13 +32,56 @@ def chunk_rows(monkeypatch, rows):
     monkeypatch.setattr(scores, "PAIRWISE_CHUNK_ELEMENTS", rows * B * TV * U)
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, TQ, 100])
-def test_chunks_of_any_length_give_the_whole_tensor_s_scores(monkeypatch, rows):
+def loop_inputs(monkeypatch):
+    """The `(B, chunks, c * U)` inputs of each chunk loop `additive_pairwise` runs."""
+    seen = []
+    original = scores._keras_compat.rnn
+
+    def rnn(step, inputs, *args, **kwargs):
+        seen.append(tuple(inputs.shape))
+        return original(step, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(scores._keras_compat, "rnn", rnn)
+    return seen
+
+
+@pytest.mark.parametrize("rows, chunks", [(1, 7), (2, 4), (3, 3), (6, 2), (TQ, 0), (100, 0)])
+def test_chunks_of_any_length_give_the_whole_tensor_s_scores(monkeypatch, rows, chunks):
     chunk_rows(monkeypatch, rows)
+    loops = loop_inputs(monkeypatch)
     v, query, keys = inputs()
     got = to_numpy(scores.additive_pairwise(*map(ops.convert_to_tensor, (v, query, keys))))
     assert got.shape == (B, TQ, TV)
     np.testing.assert_allclose(got, reference(v, query, keys), rtol=1e-5, atol=1e-5)
+    # as many chunks of `rows` rows as cover Tq; none where the whole tensor fits
+    assert loops == ([(B, chunks, rows * U)] if chunks else [])
+
+
+def test_a_budget_below_one_row_still_takes_one_row_at_a_time(monkeypatch):
+    chunk_rows(monkeypatch, 1)
+    monkeypatch.setattr(scores, "PAIRWISE_CHUNK_ELEMENTS", 1)
+    loops = loop_inputs(monkeypatch)
+    v, query, keys = inputs()
+    got = to_numpy(scores.additive_pairwise(*map(ops.convert_to_tensor, (v, query, keys))))
+    np.testing.assert_allclose(got, reference(v, query, keys), rtol=1e-5, atol=1e-5)
+    assert loops == [(B, TQ, U)]
+
+
+@pytest.mark.parametrize("case", ["unbatched", "shared keys", "rank 4"])
+def test_other_ranks_are_one_piece_with_the_same_broadcasting(monkeypatch, case):
+    chunk_rows(monkeypatch, 1)
+    loops = loop_inputs(monkeypatch)
+    v, query, keys = inputs(6)
+    query, keys = {
+        "unbatched": (query[0], keys[0]),  # (Tq, U) x (Tv, U)
+        "shared keys": (query, keys[0]),  # (B, Tq, U) x (Tv, U): one memory for every row
+        "rank 4": (np.stack([query, query[::-1]]), np.stack([keys, keys])),
+    }[case]
+    got = to_numpy(scores.additive_pairwise(*map(ops.convert_to_tensor, (v, query, keys))))
+    want = np.einsum("...qtu,u->...qt", np.tanh(query[..., :, None, :] + keys[..., None, :, :]), v)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert loops == []
 
 
 def test_saturated_rows_and_an_exact_zero_survive_the_chunks(monkeypatch):
@@ -100,31 +143,23 @@ def test_a_single_query_row_of_unknown_batch_is_one_piece_with_no_loop(monkeypat
     import tensorflow as tf
 
     chunk_rows(monkeypatch, 1)
-    calls = []
-    original = scores._keras_compat.rnn
-    monkeypatch.setattr(
-        scores._keras_compat, "rnn", lambda *a, **k: calls.append(1) or original(*a, **k)
-    )
+    loops = loop_inputs(monkeypatch)
     v, query, keys = inputs(5)
     spec = [tf.TensorSpec((U,)), tf.TensorSpec((None, 1, U)), tf.TensorSpec((None, None, U))]
     traced = tf.function(scores.additive_pairwise, input_signature=spec)
     got = traced(v, query[:, :1], keys).numpy()
     np.testing.assert_allclose(got, reference(v, query[:, :1], keys), rtol=1e-5, atol=1e-5)
-    assert calls == []
+    assert loops == []
 
 
 def test_a_fusing_compiler_or_a_single_row_gets_the_whole_tensor(monkeypatch):
-    calls = []
     monkeypatch.setattr(scores, "PAIRWISE_CHUNK_ELEMENTS", 1)
-    original = scores._keras_compat.rnn
-    monkeypatch.setattr(
-        scores._keras_compat, "rnn", lambda *a, **k: calls.append(1) or original(*a, **k)
-    )
+    loops = loop_inputs(monkeypatch)
     v, query, keys = map(ops.convert_to_tensor, inputs())
     monkeypatch.setattr(_compilation, "fuses_elementwise", lambda: True)
     scores.additive_pairwise(v, query, keys)
     monkeypatch.setattr(_compilation, "fuses_elementwise", lambda: False)
     scores.additive_pairwise(v, query[:, :1], keys)
-    assert calls == []
+    assert loops == []
     scores.additive_pairwise(v, query, keys)
-    assert calls == [1]
+    assert loops == [(B, TQ, U)]
