@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -145,7 +146,8 @@ def test_jax_data_parallel_on_two_devices_equals_one_device(tmp_path):
         env = child_env(
             MLFLOW_TRACKING_URI=uri,
             KERAS_BACKEND="jax",
-            XLA_FLAGS="--xla_force_host_platform_device_count=2",
+            # two simulated devices, beside the flags the suite runs with (`make test-slow`)
+            XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2",
         )
         proc = cli(["run", str(config)], env, folder)
         out, _ = proc.communicate(timeout=900)
