@@ -9,15 +9,14 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 # of JAX's many small programs costs more than it saves (-23 %).
 ONE_THREAD := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
-# The slow tests start many short processes that compile the same programs: those on JAX
-# share a compilation cache (a JAX process of the crash test: 132 s -> 45 s), every XLA
-# compile (JAX's, TensorFlow's jit_compile) skips LLVM's optimisation as above, and each
-# process of the two workers keeps to one thread. The cache starts empty in each run; the
-# JAX layer suite shares one too (tests that build the same programs: -11 %).
-JAX_CACHE  := $(CURDIR)/.jax-cache
-JAX_SHARED := JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) \
+# JAX's programs and the slow tests' many short processes compile the same programs again:
+# the JAX processes share a persistent compilation cache, emptied at the start of each run
+# (a JAX process of the crash test: 132 s -> 45 s; the JAX layer suite -11 %). COMPILE_ONCE is
+# what test-jax and test-slow run with: one thread, XLA without LLVM's optimisation (above)
+# and that cache.
+JAX_CACHE    := $(CURDIR)/.jax-cache
+COMPILE_ONCE := $(ONE_THREAD) $(JAX_FAST) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
-SLOW_ENV   := $(ONE_THREAD) $(JAX_FAST) $(JAX_SHARED)
 # PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
@@ -50,7 +49,7 @@ test-tf: $(STAMP)
 
 test-jax: $(STAMP)
 	rm -rf $(JAX_CACHE)
-	KERAS_BACKEND=jax $(ONE_THREAD) $(JAX_FAST) $(JAX_SHARED) $(PYTEST) -n 2 -m "layers and not slow" tests
+	KERAS_BACKEND=jax $(COMPILE_ONCE) $(PYTEST) -n 2 -m "layers and not slow" tests
 
 $(TORCH_STAMP): $(STAMP)
 	$(PY) -m pip install -q $(TORCH)
@@ -65,9 +64,9 @@ test-torch: $(TORCH_STAMP)
 # loads .keras files on JAX and torch.
 test-slow: $(TORCH_STAMP) $(DOCS_STAMP) postgres chromium
 	rm -rf $(JAX_CACHE)
-	KERAS_BACKEND=tensorflow $(SLOW_ENV) $(PYTEST) -n 2 --dist loadgroup -m slow --durations=20 tests
-	KERAS_BACKEND=jax $(SLOW_ENV) $(PYTEST) tests/test_text_models.py
-	KERAS_BACKEND=torch $(SLOW_ENV) $(PYTEST) tests/test_text_models.py
+	KERAS_BACKEND=tensorflow $(COMPILE_ONCE) $(PYTEST) -n 2 --dist loadgroup -m slow --durations=20 tests
+	KERAS_BACKEND=jax $(COMPILE_ONCE) $(PYTEST) tests/test_text_models.py
+	KERAS_BACKEND=torch $(COMPILE_ONCE) $(PYTEST) tests/test_text_models.py
 
 # PostgreSQL's server programs (Debian's `postgresql`, installed when missing; needs root):
 # tests/test_scaleout_tune.py starts a server of its own on 127.0.0.1 for `tune`'s workers.
@@ -88,7 +87,7 @@ $(CHROMIUM_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e ".[experiments,dev,screenshots]"
 	touch $(CHROMIUM_STAMP)
 
-# The layer suite (but its slow tests), one runner test, the baseline (scikit-learn) and tune's checks (Optuna)
+# The layer suite without its slow tests, one runner test, the baseline (scikit-learn) and tune's checks (Optuna)
 # on the lower bounds of pyproject.toml (TensorFlow).
 test-oldest: $(STAMP)
 	rm -rf $(OLDEST)
