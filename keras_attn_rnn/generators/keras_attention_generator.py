@@ -137,6 +137,9 @@ class KerasAttentionGenerator:
 
     # the decoder of `DecoderStep`: a cell step, then attention over the memory
 
+    # the entries of the cache that no step changes (beam search leaves them in place)
+    fixed_entries = ("memory", "memory_mask")
+
     def initial_cache(self, memory, memory_mask, states):
         if states is None:
             batch = ops.shape(memory)[0]
@@ -176,6 +179,11 @@ class KerasAttentionGenerator:
     def next_logits(self, token, cache):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
         return self._step.next_logits(token, cache)
+
+    def reorder_cache(self, cache, parents):
+        """Beam search's reorder after choosing `parents` int `(B, num_beams)`: the decoder
+        state follows the beams, the encoder memory stays where it is."""
+        return self._step.reorder_cache(cache, parents)
 
     def generate(self, inputs, max_length=None, **options):
         """`generation.generate(self, inputs, max_length, **options)` for ids; for source

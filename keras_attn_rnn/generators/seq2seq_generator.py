@@ -124,6 +124,11 @@ class Seq2SeqGenerator:
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`."""
         return self._step.next_logits(token, cache)
 
+    def reorder_cache(self, cache, parents):
+        """Beam search's reorder after choosing `parents` int `(B, num_beams)`: the decoder
+        state follows the beams, the encoder memory stays where it is."""
+        return self._step.reorder_cache(cache, parents)
+
     def generate(self, inputs, max_length=None, **options):
         """`generation.generate(self, inputs, max_length, **options)` for ids; for
         source strings (with a `preprocessor`), the generated strings

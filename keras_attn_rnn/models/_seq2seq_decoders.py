@@ -45,6 +45,7 @@ class InputFeeding:
         )
         self.layers = {"attention_decoder": self.attention_decoder}
         self._step = AttentionDecoderStep(self.attention_decoder)
+        self.fixed_entries = self._step.fixed_entries
 
     def decode(self, y, target_mask, memory, memory_mask, states, training):
         """`(outputs (B, T, d), alignments (B, T, S), features)` of the whole target; the
@@ -119,6 +120,9 @@ class PostAttention:
         )
         features = ops.concatenate([hidden, context], axis=-1)
         return self.attention_layer(features), alignments, features
+
+    # the entries of the cache that no step changes: the memory's attention cache, its mask
+    fixed_entries = ("attention", "memory_mask")
 
     def initial_cache(self, memory, memory_mask, states):
         return {

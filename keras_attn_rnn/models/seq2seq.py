@@ -304,7 +304,11 @@ class Seq2Seq(AttentiveModel):
                 1, activation="sigmoid", dtype=_utils.logits_dtype(dtype), name="p_gen"
             )
         self._step = DecoderStep(
-            self.target_embedding, self._decoding, self._step_logits, self._in_vocabulary
+            self.target_embedding,
+            self._decoding,
+            self._step_logits,
+            self._in_vocabulary,
+            fixed_entries=("source_ext",),
         )
 
     def encode(self, source, training=None):
@@ -488,6 +492,12 @@ class Seq2Seq(AttentiveModel):
         """One decoder step on `token` `(B,)`: `(logits (B, V), alignments (B, S), cache)`;
         with `copy`, the log of the mixture `(B, V + max_oov)` in place of the logits."""
         return self._step.next_logits(token, cache)
+
+    def reorder_cache(self, cache, parents):
+        """Beam search's reorder of the cache after choosing `parents` int `(B, num_beams)`:
+        the decoder state follows the beams, the encoder memory stays (the same for every
+        beam of a source)."""
+        return self._step.reorder_cache(cache, parents)
 
     def _step_logits(self, step):
         """A decoder step's logits (`step`: a `stepping.DecoderStepOutputs`); with `copy`,

@@ -39,9 +39,11 @@ class BeamSampler(Sampler):
     tokens with another's score).
 
     The model's cache is repeated `num_beams` times along the batch axis
-    and reordered as beams are chosen; sequences are recovered by one
-    backtrack over the per-step parent pointers at the end (tfa's
-    `gather_tree`), so no step reorders the history.
+    and reordered as beams are chosen (by the model's `reorder_cache` where
+    it has one: `Seq2Seq` leaves its encoder memory, the same for every beam
+    of a source, where it is); sequences are recovered by one backtrack over
+    the per-step parent pointers at the end (tfa's `gather_tree`), so no
+    step reorders the history.
 
     Args:
         num_beams: number of beams (keras-hub's name; the older `beam_width=`
@@ -191,7 +193,6 @@ class BeamSampler(Sampler):
             adds_length = ops.ones((vocab,), "int32")
         else:
             adds_length = ops.cast(ops.not_equal(ops.arange(vocab), eos_id), "int32")
-        offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * width, 1)
         # Only beam 0 is alive at first, so the first step expands one hypothesis.
         first = ops.concatenate([ops.zeros((1,)), ops.full((width - 1,), IMPOSSIBLE)])
         # The loop state, one name per entry from here to the end. Per step the records
@@ -258,15 +259,12 @@ class BeamSampler(Sampler):
             if eos_id is not None:
                 finished = ops.logical_or(finished, ops.equal(token, eos_id))
 
-            flat_parent = ops.reshape(offsets + parent, (-1,))
             rows = ops.broadcast_to(ops.expand_dims(parent, -1), (batch, width, source))
             kept = ops.take_along_axis(attention, rows, axis=1)
             kept = ops.where(ops.expand_dims(parent_finished, -1), 0.0, kept)
             if self.coverage_penalty_weight:
                 covered = ops.take_along_axis(covered, rows, axis=1)
-            cache = keras.tree.map_structure(
-                lambda x: ops.take(x, flat_parent, axis=0), beams["cache"]
-            )
+            cache = reorder_cache(model, beams["cache"], parent)
             logits, weights, cache = model.next_logits(ops.reshape(token, (-1,)), cache)
             return {
                 "step": step + 1,
@@ -299,6 +297,24 @@ class BeamSampler(Sampler):
         if returned == 1:
             return tokens[:, 0], scores[:, 0], history[:, 0]
         return tokens, scores, history
+
+
+def reorder_cache(model, cache, parents):
+    """The beams' cache after a step chose `parents` int `(B, W)` (each new beam's parent
+    among its row's `W` beams): `model.reorder_cache(cache, parents)` where the model has
+    it, else `gather_beams` of the whole cache."""
+    if hasattr(model, "reorder_cache"):
+        return model.reorder_cache(cache, parents)
+    return gather_beams(cache, parents)
+
+
+def gather_beams(cache, parents):
+    """Every tensor of `cache` (rows `b * W + w`, beam after beam) with row `b * W + w`
+    taken from row `b * W + parents[b, w]`; `parents` int `(B, W)`."""
+    batch, width = ops.shape(parents)
+    offsets = ops.arange(batch, dtype="int32")[:, None] * width
+    rows = ops.reshape(ops.cast(parents, "int32") + offsets, (-1,))
+    return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)
 
 
 # Floor of `min(acc, 1)` before the log of the coverage penalty: a real source

@@ -17,6 +17,9 @@ class AttentionDecoderStep:
     step reports the first one's alignments.
     """
 
+    # the entries of the cache that no step changes (`get_initial_state`'s memory)
+    fixed_entries = ("keys", "memory", "memory_mask", "initial_alignments")
+
     def __init__(self, decoder):
         self.decoder = decoder
 

@@ -24,7 +24,11 @@ class StepModel(Protocol):
     generated token); its steps score `output_vocab_size + num_oov` ids.
 
     Beam search repeats the cache `num_beams` times along the batch axis and
-    reorders it as beams are selected. Its coverage penalty reads two optional
+    reorders it as beams are selected: every tensor is gathered along the
+    batch axis, unless the model has `reorder_cache(cache, parents)`
+    (`parents` int `(B, num_beams)`, each new beam's parent among its row's
+    beams), which may leave alone what is the same for every beam of a row
+    (an encoder's memory). Its coverage penalty reads two optional
     entries of a dict cache: `memory_mask` `(B, S)` bool (True at real source
     positions; without it every position is real) and `initial_alignments`
     `(B, S)` (the alignments before the first step, where accumulated
