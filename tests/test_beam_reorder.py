@@ -12,6 +12,7 @@ from keras_attn_rnn.generation import generate
 from keras_attn_rnn.generators import KerasAttentionGenerator, Seq2SeqGenerator
 from keras_attn_rnn.models import Seq2Seq
 from keras_attn_rnn.samplers import beam_sampler
+from tools.beam_reorder_speed import GathersAll
 
 pytestmark = pytest.mark.layers
 
@@ -19,18 +20,6 @@ SOURCE_VOCAB, TARGET_VOCAB = 11, 9
 SOURCE = np.array([[3, 4, 5, 6, 7], [8, 9, 0, 0, 0], [10, 3, 3, 4, 0]], "int32")
 SOURCE_EXT = np.array([[3, 4, 5, 6, 7], [2, 9, 0, 0, 0], [9, 3, 3, 4, 0]], "int32")
 TARGET_IN = np.array([[1, 4], [1, 5], [1, 6]], "int32")
-
-
-class _GathersAll:
-    """The model without its `reorder_cache`: beam search gathers every tensor."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def __getattr__(self, name):
-        if name == "reorder_cache":
-            raise AttributeError(name)
-        return getattr(self.model, name)
 
 
 def _seq2seq(**kwargs):
@@ -93,7 +82,7 @@ def test_beam_search_decodes_as_gathering_the_whole_cache(name):
     )
     kwargs = dict(max_length=6, start_id=1, eos_id=3, sampler=sampler, **_extras(model))
     own = generate(model, SOURCE, **kwargs)
-    gathered = generate(_GathersAll(model), SOURCE, **kwargs)
+    gathered = generate(GathersAll(model), SOURCE, **kwargs)
     assert len({tuple(row) for row in own.tokens.reshape(-1, 6)}) > 1  # the beams differ
     np.testing.assert_array_equal(own.tokens, gathered.tokens)
     np.testing.assert_array_equal(own.scores, gathered.scores)

@@ -26,6 +26,9 @@ class InputFeeding:
     `[cell_output; attention]` (`output_attention="both"`, as See et al.'s `V [s_t; h*_t]`):
     the output layer and the generation probability read both."""
 
+    # the entries of the cache that no step changes: the decoder step's memory
+    fixed_entries = AttentionDecoderStep.fixed_entries
+
     @staticmethod
     def check_options(options):
         pass
@@ -45,7 +48,6 @@ class InputFeeding:
         )
         self.layers = {"attention_decoder": self.attention_decoder}
         self._step = AttentionDecoderStep(self.attention_decoder)
-        self.fixed_entries = self._step.fixed_entries
 
     def decode(self, y, target_mask, memory, memory_mask, states, training):
         """`(outputs (B, T, d), alignments (B, T, S), features)` of the whole target; the

@@ -78,7 +78,8 @@ class DecoderStep:
     def reorder_cache(self, cache, parents):
         """Beam search's reorder (`parents` int `(B, W)`): the entries a step changes are
         gathered; the fixed ones, the same for every beam of a source, are kept as they
-        are (before, copying the memory and its keys cost 10-17 % of a beam search)."""
+        are (copying the memory and its keys cost 13-21 % of a translator's beam search,
+        docs/results/benchmarks.md)."""
         fixed = {name: cache[name] for name in self.fixed_entries if name in cache}
         changing = {name: entry for name, entry in cache.items() if name not in fixed}
         return {**beam_sampler.gather_beams(changing, parents), **fixed}
