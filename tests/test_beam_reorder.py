@@ -128,3 +128,16 @@ def test_reorder_cache_gathers_the_decoder_state_and_keeps_the_memory_in_place(n
             np.testing.assert_array_equal(ours, theirs)
             moved += not np.array_equal(ours, before)
     assert moved  # the decoder state did move with the beams
+
+
+def test_beam_search_reorders_through_the_model_s_own_reorder_cache():
+    model = MODELS["bahdanau"]()
+    chosen = []
+
+    def recording(cache, parents):
+        chosen.append(tuple(parents.shape))
+        return type(model).reorder_cache(model, cache, parents)
+
+    model.reorder_cache = recording  # before the decoding function is traced
+    generate(model, SOURCE, 4, start_id=1, sampler=samplers.BeamSampler(num_beams=2))
+    assert chosen and set(chosen) == {(3, 2)}  # (sources, beams), each time it was called
