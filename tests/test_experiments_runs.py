@@ -35,6 +35,7 @@ TAGS = {
     "keras_backend",
     "tensorflow_version",
     "tf_thread_pools",
+    "tf_cpu_allocator",
     "keras_version",
 }
 TAGS |= {"mlflow_version", "device", "checkpoint_dir", "model_uri", "text_model_uri"}

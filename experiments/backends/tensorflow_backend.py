@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from experiments import thread_pools
+from experiments import cpu_allocator, thread_pools
 from experiments._keras_compat import patch_keras_for_multi_worker
 from experiments.backends.backend import Backend
 
@@ -59,8 +59,12 @@ class TensorFlowBackend(Backend):
         return {"tensorflow_version": tf.__version__}
 
     def runtime_tags(self) -> dict[str, str]:
-        """`tf_thread_pools`: the CPU thread pools' sizes (`experiments.thread_pools`)."""
-        return {"tf_thread_pools": thread_pools.describe()}
+        """`tf_thread_pools`: the CPU thread pools' sizes (`experiments.thread_pools`);
+        `tf_cpu_allocator`: "bfc" or "default" (`experiments.cpu_allocator`)."""
+        return {
+            "tf_thread_pools": thread_pools.describe(),
+            "tf_cpu_allocator": cpu_allocator.describe(),
+        }
 
     def requirements(self) -> list[str]:
         return [f"tensorflow=={tf.__version__}"]

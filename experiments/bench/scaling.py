@@ -5,11 +5,14 @@ benchmarks) at every length and fits the exponent `k` of `time ~ T^k` on
 the longer half of the lengths, where fixed per-call costs matter least:
 about 1 for linear, 2 for quadratic.
 
-Peak memory: TensorFlow keeps no allocator statistics on the CPU
-(`tf.config.experimental.get_memory_info('CPU:0')` raises), so the curve
-reports the process's peak resident set size (Linux `VmHWM`, reset before
-each point through `/proc/self/clear_refs`) above the resident size before
-the step, next to the analytic size of the tensors the step keeps for the
+Peak memory: where TensorFlow pools its CPU memory (the BFC allocator, which
+`python -m experiments` chooses: `experiments.cpu_allocator`) the curve reads the
+allocator's own peak above what it held before the step
+(`tf.config.experimental.get_memory_info`, reset before each point). TensorFlow's
+default CPU allocator keeps no statistics (`get_memory_info('CPU:0')` raises); there
+the curve reports the process's peak resident set size (Linux `VmHWM`, reset before
+each point through `/proc/self/clear_refs`) above the resident size before the step.
+Either is reported next to the analytic size of the tensors the step keeps for the
 backward pass.
 """
 
@@ -22,6 +25,7 @@ import time
 import keras
 import matplotlib
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from experiments.bench import timing
@@ -156,48 +160,78 @@ def _looks(k: float | None) -> str | None:
 
 
 def pooling_memory_curve(options: Options) -> dict:
-    """Peak resident memory of an AttentionPooling forward + backward step at each length."""
+    """Peak memory of an AttentionPooling forward + backward step at each length."""
     lengths = LENGTHS[options.profile]
     sizes = SHAPES[options.profile]
     make, shapes = _step_factory("attention_pooling", sizes, options)
-    if timing.rss_bytes("VmHWM") is None or not timing.peak_rss_reset():
-        return {"skipped": "no /proc/self peak-RSS accounting on this platform"}
-    # Large blocks straight from mmap and back to the OS on free: otherwise glibc keeps freed
-    # tensors in its heap and a warm step's peak never rises above the resident size.
-    _fixed_mmap_threshold(128 * 1024)
+    if _allocator_keeps_stats():
+        source, peak_above_start = "allocator", _allocator_peak_above_start
+    elif timing.rss_bytes("VmHWM") is not None and timing.peak_rss_reset():
+        source, peak_above_start = "rss", _rss_peak_above_start
+        # Large blocks straight from mmap and back to the OS on free: otherwise glibc keeps
+        # freed tensors in its heap and a warm step's peak never rises above the resident size.
+        _fixed_mmap_threshold(128 * 1024)
+    else:
+        return {"skipped": "no allocator statistics and no /proc/self peak-RSS accounting"}
     b, d = sizes["pool_batch"], sizes["pool_dim"]
     measured, analytic = [], []
     for t in lengths:
         step = make(t)
         step()  # trace and warm: the measured call allocates only the step's tensors
-        before = timing.rss_bytes("VmRSS")
-        timing.peak_rss_reset()
-        step()
-        peak = timing.rss_bytes("VmHWM")
-        measured.append(max(0, peak - before))
+        measured.append(peak_above_start(step))
         # kept for backward (float32): input, W h + b, tanh(.), scores, weights; grads alike
         analytic.append(4 * b * t * (3 * d + 2) * 2)
     note = None
     if not any(measured):
         note = (
-            "no RSS growth seen: the allocator keeps freed blocks resident, so peak RSS cannot "
+            "no growth seen: the allocator keeps freed blocks resident, so peak RSS cannot "
             "show a warm step's peak here; read analytic_bytes"
         )
+    method = {
+        "allocator": "TensorFlow's CPU allocator's peak (get_memory_info, its statistics "
+        "reset before the step) minus what it held right before one warm forward + backward "
+        "step",
+        "rss": "peak RSS (VmHWM after a reset via /proc/self/clear_refs) minus RSS right "
+        "before one warm forward + backward step, with glibc's mmap threshold fixed at "
+        "128 KiB so freed tensors leave the process (TensorFlow's default CPU allocator "
+        "keeps no statistics)",
+    }[source]
     return {
         "T": lengths,
-        "peak_rss_note": note,
-        "peak_rss_bytes_above_start": measured,
+        "source": source,
+        "peak_note": note,
+        "peak_bytes_above_start": measured,
         "analytic_bytes": analytic,
         "exponent_measured": exponent(lengths, [m or math.nan for m in measured]),
         "exponent_analytic": exponent(lengths, analytic),
         "expected": "linear",
         "shapes": shapes,
-        "method": "peak RSS (VmHWM after a reset via /proc/self/clear_refs) minus RSS right "
-        "before one warm forward + backward step, with glibc's mmap threshold fixed at 128 KiB "
-        "so freed tensors leave the process; TF keeps no CPU allocator stats. "
-        "analytic = 2 x 4 bytes x B x T x (3D + 2) (activations kept for backward and "
-        "their gradients)",
+        "method": method + ". analytic = 2 x 4 bytes x B x T x (3D + 2) (activations kept "
+        "for backward and their gradients)",
     }
+
+
+def _allocator_keeps_stats() -> bool:
+    """Whether TensorFlow's CPU allocator keeps statistics (the BFC allocator does)."""
+    try:
+        tf.config.experimental.get_memory_info("CPU:0")
+    except ValueError:  # "Allocator stats not available": the default allocator
+        return False
+    return True
+
+
+def _allocator_peak_above_start(step) -> int:
+    tf.config.experimental.reset_memory_stats("CPU:0")
+    before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+    step()
+    return max(0, tf.config.experimental.get_memory_info("CPU:0")["peak"] - before)
+
+
+def _rss_peak_above_start(step) -> int:
+    before = timing.rss_bytes("VmRSS")
+    timing.peak_rss_reset()
+    step()
+    return max(0, timing.rss_bytes("VmHWM") - before)
 
 
 def _fixed_mmap_threshold(size: int) -> bool:
@@ -245,9 +279,9 @@ def figure(curves: dict):
     if "T" in memory:
         right.plot(
             memory["T"],
-            np.asarray(memory["peak_rss_bytes_above_start"]) / 2**20,
+            np.asarray(memory["peak_bytes_above_start"]) / 2**20,
             marker="o",
-            label="peak RSS above start (measured)",
+            label=f"peak above start (measured: {memory['source']})",
         )
         right.plot(
             memory["T"],

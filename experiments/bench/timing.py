@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from experiments import thread_pools
+from experiments import cpu_allocator, thread_pools
 
 
 def quantiles(values: list[float]) -> tuple[float, float, float]:
@@ -163,6 +163,8 @@ def machine_info() -> dict:
         "load_average_start": load_average(),
         # TensorFlow's thread pools (`experiments.thread_pools`; unset: TensorFlow's own)
         "tf_thread_pools": thread_pools.sizes(),
+        # TensorFlow's CPU allocator (`experiments.cpu_allocator`): "bfc" or "default"
+        "tf_cpu_allocator": cpu_allocator.describe(),
     }
     return info
 

@@ -58,7 +58,9 @@ def give_back() -> None:
     next grows from the memory still in use rather than from the high-water mark of what
     it did before. The end of a run calls it between its phases: each phase (test scores,
     samples, the logged model) frees what it made, but glibc keeps the freed pages between
-    live blocks resident, and the next phase's blocks came on top of them.
+    live blocks resident, and the next phase's blocks came on top of them. TensorFlow's
+    tensors, where `python -m experiments` has it pool them (`experiments.cpu_allocator`),
+    are not the C heap's: freed, they stay in TensorFlow's pool for the next phase's.
 
     At LSTM 256, batch 32 on the GNU pairs (2 epochs; docs/results/real-text.md), trimmed
     after each of its phases in a probe, the end rose 105 MB above where it began instead
