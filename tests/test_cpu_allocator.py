@@ -71,13 +71,7 @@ def test_the_runners_processes_start_tensorflow_with_the_pool():
         "except SystemExit:\n    pass\n"
         f"print(os.environ[{cpu_allocator.USE_BFC!r}], 'tensorflow' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env=_environ_without_the_allocator(),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    out = _run_tensorflow(code, _environ_without_the_allocator()).split()
     assert out[-2:] == ["true", "False"]  # chosen before TensorFlow was imported
 
 
