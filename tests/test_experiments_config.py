@@ -285,6 +285,32 @@ def test_ui_binds_localhost_on_the_store(tmp_path, monkeypatch, capsys):
     assert "--host 127.0.0.1" in out and "--port 5123" in out and store_uri(tmp_path) in out
     # on the model-training view, not MLflow 3's GenAI default
     assert "http://127.0.0.1:5123/#/?workflowType=machine_learning" in out
+    # two web workers, not MLflow's four: each imports MLflow's server on the same cores
+    assert "--workers 2" in out
+
+
+def test_ui_takes_workers_and_refuses_none(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store_uri(tmp_path))
+    assert main(["ui", "--dry-run", "--workers", "4"]) == 0
+    assert "--workers 4" in capsys.readouterr().out
+    assert main(["ui", "--dry-run", "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--workers" in err and "expected 1 or more" in err and "--workers=0" in err
+
+
+def test_ui_env_turns_mlflow_s_job_runner_off_unless_the_user_chose(monkeypatch):
+    from experiments.commands.ui import JOB_EXECUTION, QUIET_WARNINGS, ui_env
+
+    env = ui_env({})
+    assert env[JOB_EXECUTION] == "false"
+    assert env["PYTHONWARNINGS"] == QUIET_WARNINGS[0]  # what every MLflow server gets
+    assert ui_env({JOB_EXECUTION: "true"})[JOB_EXECUTION] == "true"
+    # MLflow reads the variable as we write it: the job runner is off
+    from mlflow.environment_variables import MLFLOW_SERVER_ENABLE_JOB_EXECUTION
+
+    assert MLFLOW_SERVER_ENABLE_JOB_EXECUTION.name == JOB_EXECUTION
+    monkeypatch.setenv(JOB_EXECUTION, env[JOB_EXECUTION])
+    assert MLFLOW_SERVER_ENABLE_JOB_EXECUTION.get() is False
 
 
 def test_experiments_are_created_as_model_training(tmp_path, monkeypatch):

@@ -81,8 +81,13 @@ def _weights(path: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path, backend):
+@pytest.mark.parametrize(
+    ("backend", "kills"),
+    # three kills on TensorFlow; one on JAX, whose processes cost the most (what JAX adds is
+    # its own checkpointed state, restored once as three times)
+    [("tensorflow", 3), ("jax", 1)],
+)
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, backend, kills):
     ref_ck, kill_ck = tmp_path / "ref-ck", tmp_path / "kill-ck"
     ref_uri, kill_uri = migrated_store(tmp_path / "ref"), migrated_store(tmp_path / "kill")
     ref = cli(
@@ -97,7 +102,7 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted(tmp_path, back
     delays = [_kill_after_next_checkpoint(proc, kill_ck, rng)]
     (run_dir,) = kill_ck.iterdir()
     run_id = run_dir.name
-    for _ in range(2):
+    for _ in range(kills - 1):
         proc = cli(["resume", run_id], env, tmp_path, deterministic=True)
         delays.append(_kill_after_next_checkpoint(proc, kill_ck, rng))
     proc = cli(["resume", run_id], env, tmp_path, deterministic=True)

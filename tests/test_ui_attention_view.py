@@ -20,7 +20,7 @@ from PIL import Image
 from scaleout_helpers import free_port
 
 from experiments.commands import main
-from experiments.commands.ui import stop_group, ui_command
+from experiments.commands.ui import stop_group, ui_command, ui_env
 from experiments.tracking.server import check_server
 
 EPOCHS = 2
@@ -65,6 +65,7 @@ def server(tmp_path, monkeypatch):
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
+            env=ui_env(),
             start_new_session=True,
         )
     try:

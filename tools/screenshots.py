@@ -22,7 +22,7 @@ from pathlib import Path
 import mlflow
 from playwright.sync_api import sync_playwright
 
-from experiments.commands.ui import ui_command, ui_url
+from experiments.commands.ui import ui_command, ui_env, ui_url
 from experiments.tracking import image_view, store
 from experiments.tracking.server import check_server
 
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
         return ui_url("127.0.0.1", port, route + tab)
 
     server = subprocess.Popen(
-        ui_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ui_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ui_env()
     )
     try:
         check_server(f"http://127.0.0.1:{port}", timeout=180.0)

@@ -26,14 +26,31 @@ def add_parser(subparsers) -> None:
         help="interface to bind (default 127.0.0.1; 0.0.0.0 exposes the store to the network)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=WORKERS,
+        help=f"web worker processes of the UI (default {WORKERS}; MLflow's own default is 4)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for the UI to answer"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command only")
     parser.set_defaults(handler=handle)
 
 
-def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
-    """The `mlflow ui` command line for the project's store, bound to 127.0.0.1 by default."""
+# The UI's web workers. Each imports MLflow's server (~12 s of CPU); MLflow's default of four,
+# started at once on a 2-core machine, kept the UI from answering for 38 s, two for 16 s.
+# Two still answer a page's requests side by side (each serves them on threads too).
+WORKERS = 2
+# MLflow 3's server also starts its job runner (GenAI jobs: judges, prompt optimisation,
+# trace roll-ups) as eight more processes importing MLflow; the runs of this project start
+# none of those jobs, so `ui_env` switches it off unless the user chose.
+JOB_EXECUTION = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+
+
+def ui_command(port: int, host: str = "127.0.0.1", workers: int = WORKERS) -> list[str]:
+    """The `mlflow ui` command line for the project's store, bound to 127.0.0.1 by default,
+    with `workers` web workers. Start it with `ui_env()`."""
     from experiments.tracking import store
 
     return [
@@ -47,6 +64,8 @@ def ui_command(port: int, host: str = "127.0.0.1") -> list[str]:
         host,
         "--port",
         str(port),
+        "--workers",
+        str(workers),
     ]
 
 
@@ -83,7 +102,11 @@ def handle(args) -> int:
 
     if not 0 < args.port < 65536:
         raise errors.ConfigError(f"--port: expected 1 to 65535. Received: --port={args.port}")
-    command = ui_command(args.port, args.host)
+    if args.workers < 1:
+        raise errors.ConfigError(
+            f"--workers: expected 1 or more. Received: --workers={args.workers}"
+        )
+    command = ui_command(args.port, args.host, args.workers)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: the MLflow UI will accept connections on {args.host}", file=sys.stderr)
     print(" ".join(command))
@@ -101,7 +124,7 @@ def handle(args) -> int:
         print(f"MLflow UI on {ui_url(args.host, args.port)} (Ctrl+C to stop)", flush=True)
         print_image_views(args.host, args.port)
 
-    return run_in_group(command, server_env(), started=announce_when_up)
+    return run_in_group(command, ui_env(), started=announce_when_up)
 
 
 # Warnings of the servers MLflow starts (uvicorn workers) that a user cannot act on, as
@@ -115,6 +138,14 @@ def server_env(base: dict | None = None) -> dict:
     `PYTHONWARNINGS`, so that a user's own entries there still win."""
     env = dict(os.environ if base is None else base)
     env["PYTHONWARNINGS"] = ",".join(filter(None, [*QUIET_WARNINGS, env.get("PYTHONWARNINGS")]))
+    return env
+
+
+def ui_env(base: dict | None = None) -> dict:
+    """`server_env(base)` for `mlflow ui`: MLflow's job runner off (`JOB_EXECUTION`) unless
+    `base` sets it."""
+    env = server_env(base)
+    env.setdefault(JOB_EXECUTION, "false")
     return env
 
 
