@@ -17,10 +17,6 @@ JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
 JAX_CACHE    := $(CURDIR)/.jax-cache
 COMPILE_ONCE := $(ONE_THREAD) $(JAX_FAST) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
-# pip writes the bytecode of every file it installs (~20,000, about 2 minutes on one core
-# here: TensorFlow's 1,847 took 11 s); without it, Python writes the bytecode of the modules
-# a process imports, once, on first import.
-NO_COMPILE := --no-compile
 # PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
@@ -43,7 +39,7 @@ OLDEST_PY := $(OLDEST)/bin/python
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(NO_COMPILE) -e ".[experiments,dev]"
+	$(PY) -m pip install -q -e ".[experiments,dev]"
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -62,7 +58,7 @@ test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(COMPILE_ONCE) $(PYTEST) -n 2 -m "layers and not slow" tests
 
 $(TORCH_STAMP): $(STAMP)
-	$(PY) -m pip install -q $(NO_COMPILE) $(TORCH)
+	$(PY) -m pip install -q $(TORCH)
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
@@ -122,7 +118,7 @@ dist: $(STAMP)
 	$(PY) .ci/check_wheel.py dist/*.whl
 
 $(DOCS_STAMP): $(STAMP)
-	$(PY) -m pip install -q $(NO_COMPILE) -e ".[docs]"
+	$(PY) -m pip install -q -e ".[docs]"
 	touch $(DOCS_STAMP)
 
 # The documentation site in site/ (mkdocs.yml: guides, results, the API reference from the
