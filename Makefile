@@ -34,7 +34,7 @@ NOT_ON_OLDEST := $(addprefix --ignore=tests/,test_beam_reorder.py test_docs_exam
 	test_mechanisms_regimes.py test_examples.py test_samplers_strict.py)
 OLDEST_PY := $(OLDEST)/bin/python
 
-.PHONY: test test-tf test-jax test-torch test-slow postgres chromium test-oldest dist docs lint config-schema format demo ui bench mutate clean
+.PHONY: bytecode test test-tf test-jax test-torch test-slow postgres chromium test-oldest dist docs lint config-schema format demo ui bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -42,12 +42,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[experiments,dev]"
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) bytecode
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(MAKE) --no-print-directory test-tf
 	$(MAKE) --no-print-directory test-jax
 	$(MAKE) --no-print-directory test-torch
+
+# CI's environment sets PYTHONDONTWRITEBYTECODE=1: pip writes the dependencies' bytecode as
+# it installs them, but not an editable install's, so every short process of the tests
+# compiled the project's modules again (all 209 files: ~1 s of CPU). Python still reads
+# bytecode written here, and ignores it once a source file changes.
+bytecode: $(STAMP)
+	$(PY) -m compileall -q keras_attn_rnn experiments
 
 # `make test`: everything but the tests marked slow, on TensorFlow; the layer tests on JAX, PyTorch.
 test-tf: $(STAMP)
@@ -68,7 +75,7 @@ test-torch: $(TORCH_STAMP)
 # resumed, real `mlflow server`/`models serve` processes, fresh installs, distribution,
 # the benchmark suite, the MLflow UI in headless Chromium. Needs torch: tests/test_cross_backend.py
 # loads .keras files on JAX and torch.
-test-slow: $(TORCH_STAMP) $(DOCS_STAMP) postgres chromium
+test-slow: $(TORCH_STAMP) $(DOCS_STAMP) postgres chromium bytecode
 	rm -rf $(JAX_CACHE)
 	KERAS_BACKEND=tensorflow $(COMPILE_ONCE) $(PYTEST) -n 2 --dist loadgroup -m slow --durations=20 tests
 	# the text models on JAX and on PyTorch, one process each, side by side on the two cores
