@@ -49,10 +49,10 @@ test: $(STAMP) bytecode
 	$(MAKE) --no-print-directory test-jax
 	$(MAKE) --no-print-directory test-torch
 
-# CI's environment sets PYTHONDONTWRITEBYTECODE=1: pip writes the dependencies' bytecode as
-# it installs them, but not an editable install's, so every short process of the tests
-# compiled the project's modules again (all 209 files: ~1 s of CPU). Python still reads
-# bytecode written here, and ignores it once a source file changes.
+# This machine's environment (CI's is a machine like it) sets PYTHONDONTWRITEBYTECODE=1: pip
+# writes the dependencies' bytecode as it installs them, but not an editable install's, so
+# every short process of the tests compiled the project's modules again (all 209 files: ~1 s
+# of CPU). Python still reads bytecode written here, and ignores it once a source changes.
 bytecode: $(STAMP)
 	$(PY) -m compileall -q keras_attn_rnn experiments
 
