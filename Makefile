@@ -108,7 +108,9 @@ test-oldest: $(STAMP)
 	rm -rf $(OLDEST)
 	$(VENV)/bin/uv venv -q -p $(PY) $(OLDEST)
 	$(PY) .ci/lower_bounds.py > $(OLDEST)/constraints.txt
-	$(VENV)/bin/uv pip install -q -p $(OLDEST_PY) -c $(OLDEST)/constraints.txt \
+	# --compile-bytecode: uv writes none by default, and with PYTHONDONTWRITEBYTECODE=1 each
+	# process compiled TensorFlow's imports again (425 s -> 395 s for this target)
+	$(VENV)/bin/uv pip install -q --compile-bytecode -p $(OLDEST_PY) -c $(OLDEST)/constraints.txt \
 		-e ".[experiments,plotting]" pytest pytest-xdist hypothesis
 	$(VENV)/bin/uv pip list -q -p $(OLDEST_PY) | grep -iE "^(keras|tensorflow|mlflow|numpy|pydantic|optuna|scikit-learn|psycopg|filelock) "
 	KERAS_BACKEND=tensorflow $(ONE_THREAD) $(OLDEST_PY) -m pytest -q -p no:cacheprovider -n 2 \
