@@ -13,10 +13,20 @@ import pytest
 
 from experiments import cpu_allocator
 
+ONEDNN = "TF_ENABLE_ONEDNN_OPTS"  # TensorFlow's switch for its oneDNN kernels
+
 
 def _environ_without_the_allocator() -> dict[str, str]:
-    names = (cpu_allocator.USE_BFC, cpu_allocator.LIMIT_MB)
-    return {k: v for k, v in os.environ.items() if k not in names}
+    """This environment without an allocator choice, and with TensorFlow's oneDNN kernels off.
+
+    Where TensorFlow turns oneDNN on by itself (CPUs with AVX-512 VNNI or BF16, or AMX), its
+    default CPU allocator is oneDNN's own pool, which keeps statistics too, and oneDNN's kernels
+    hold scratch memory that moves a step's peak by a third from run to run: with oneDNN on,
+    `TF_CPU_ALLOCATOR_USE_BFC` unset measured pooled, and the memory curve's peak / analytic
+    0.37-0.69 against 0.51-0.57 with it off (an AVX-512 EPYC, 2026-12-07). Off, every machine
+    starts from TensorFlow's plain heap allocator, which these tests tell from the pool."""
+    names = (cpu_allocator.USE_BFC, cpu_allocator.LIMIT_MB, ONEDNN)
+    return {**{k: v for k, v in os.environ.items() if k not in names}, ONEDNN: "0"}
 
 
 def _run_tensorflow(code: str, environ: dict[str, str]) -> str:
