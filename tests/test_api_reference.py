@@ -13,7 +13,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one worker builds the site (`--dist loadgroup`)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("api_reference")]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOID = {"br", "hr", "img", "input", "meta", "link", "source", "wbr", "col", "area", "base"}

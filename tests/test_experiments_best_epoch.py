@@ -69,6 +69,7 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("best_epoch")  # one worker makes `reference`
 def test_early_stopping_evaluates_the_best_epoch_on_the_whole_test_split(reference):
     folder, uri, one, stopped = reference
     steps = metric_steps(mlflow.MlflowClient(uri), stopped.info.run_id)
@@ -96,6 +97,7 @@ def test_early_stopping_evaluates_the_best_epoch_on_the_whole_test_split(referen
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("best_epoch")  # one worker makes `reference`
 def test_the_logged_model_holds_the_best_epochs_weights(reference):
     folder, uri, one, stopped = reference
     outputs = [

@@ -19,6 +19,9 @@ from experiments.tracking import resilient
 from experiments.tracking import server as tracking_server
 from experiments.training import run as training_run
 
+# the tests of one server run on one worker (`--dist loadgroup`), which starts it once
+pytestmark = pytest.mark.xdist_group("mlflow_server")
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

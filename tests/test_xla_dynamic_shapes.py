@@ -1,6 +1,8 @@
 """Training under XLA (`jit_compile=True`) on TensorFlow with fully dynamic batch and time
 dimensions: a padded `tf.data` pipeline whose batches differ in size and length, through a
-decoder holding every score and every mechanism, in float32 and mixed precision."""
+decoder holding every score and every mechanism, in mixed precision (float16 compute, float32
+variables: both dtypes' code under XLA). Each model compiles for 50-60 s on 2 cores; float32
+alone under XLA is `test_mechanisms.py`'s jit-compiled training of every mechanism."""
 
 import keras
 import numpy as np
@@ -62,9 +64,8 @@ def _model():
     return keras.Model([src, tin], logits)
 
 
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-def test_every_score_and_mechanism_trains_under_xla_on_dynamic_shapes(policy):
-    keras.config.set_dtype_policy(policy)
+def test_every_score_and_mechanism_trains_under_xla_on_dynamic_shapes():
+    keras.config.set_dtype_policy("mixed_float16")
     model = _model()
     model.compile(
         keras.optimizers.Adam(1e-2),
