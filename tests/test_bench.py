@@ -55,13 +55,16 @@ def test_bench_quick_writes_the_json_schema_and_an_mlflow_run(tmp_path, monkeypa
     monkeypatch.setenv(TINY_ENV, "1")  # the smallest shapes, one repeat
     out = tmp_path / "f.json"
 
-    assert commands.main(["bench", "--quick", "--out", str(out)]) == 0
+    # every case and the curves but length_buckets_speedup, whose own test is below (in the
+    # tiny profile it alone trains for 15 s)
+    only = [name for name in BENCHMARKS if name != "length_buckets_speedup"]
+    assert commands.main(["bench", "--quick", "--only", *only, "scaling", "--out", str(out)]) == 0
 
     report = json.loads(out.read_text())
     assert report["settings"]["profile"] == "tiny"
     for key in ("device", "cpu_count", "tensorflow", "keras", "load_average_start"):
         assert key in report["machine"]
-    assert set(report["results"]) == set(BENCHMARKS)
+    assert list(report["results"]) == only  # in the suite's order
     for name, result in report["results"].items():
         _check_result(name, result)
     # the newer mechanisms' cost cases, like location_cost: that mechanism's decoder step
