@@ -17,10 +17,11 @@ JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
 JAX_CACHE    := $(CURDIR)/.jax-cache
 COMPILE_ONCE := $(ONE_THREAD) $(JAX_FAST) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
-# The installs into .venv: uv (the dev extra's), which writes the bytecode of what it installs
-# (this machine's environment sets PYTHONDONTWRITEBYTECODE=1, see `bytecode`): a fresh
-# install took 29 s against pip's 82 s, both without a cache (2026-12-07). PyTorch's CPU
-# wheel comes from the wheels folder pip's configuration names, so pip installs it.
+# The installs into .venv: uv (bootstrapped by pip; the dev extra lists it too), which writes
+# the bytecode of what it installs (this machine's environment sets PYTHONDONTWRITEBYTECODE=1,
+# see `bytecode`): a fresh install took 29 s against pip's 82 s, both without a cache
+# (2026-12-07). PyTorch's CPU wheel comes from the wheels folder pip's configuration names,
+# so pip installs it.
 INSTALL := $(VENV)/bin/uv pip install -q --compile-bytecode -p $(PY)
 # PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
@@ -55,10 +56,9 @@ test: $(STAMP) bytecode
 	$(MAKE) --no-print-directory test-torch
 
 # This machine's environment (CI's is a machine like it) sets PYTHONDONTWRITEBYTECODE=1: uv
-# (--compile-bytecode) writes the dependencies' bytecode as it installs them, but not an editable
-# install's, so
-# every short process of the tests compiled the project's modules again (all 209 files: ~1 s
-# of CPU). Python still reads bytecode written here, and ignores it once a source changes.
+# (--compile-bytecode) writes the dependencies' bytecode as it installs them, but not an
+# editable install's, so every short process of the tests compiled the project's modules
+# again (all 209 files: ~1 s of CPU). Python still reads bytecode written here, and ignores it once a source changes.
 bytecode: $(STAMP)
 	$(PY) -m compileall -q keras_attn_rnn experiments
 

@@ -21,7 +21,7 @@ A user's own `TF_CPU_ALLOCATOR_USE_BFC` (or ceiling) wins.
 Where TensorFlow turns its oneDNN kernels on by itself (CPUs with AVX-512 VNNI or BF16, or
 AMX; `TF_ENABLE_ONEDNN_OPTS`), its default CPU allocator is already a pool, oneDNN's, and
 `TF_CPU_ALLOCATOR_USE_BFC=true` swaps it for the BFC pool; `false` does not turn the pooling
-off there. Measured on an AVX2 machine, where the default is the C heap.
+off there. The figures above were measured on an AVX2 machine, where the default is the C heap.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.xdist_group("fixtures")
 
 @pytest.mark.parametrize("i", range(6))
-def test_grouped(i, tmp_path_factory):
+def test_grouped(i):
     with open({ran!r}, "a") as handle:
         handle.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
 """
