@@ -17,12 +17,14 @@ JAX_FAST   := XLA_FLAGS=--xla_backend_optimization_level=0
 JAX_CACHE    := $(CURDIR)/.jax-cache
 COMPILE_ONCE := $(ONE_THREAD) $(JAX_FAST) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
-# The installs into .venv: uv (bootstrapped by pip; the dev extra lists it too), which writes
-# the bytecode of what it installs (this machine's environment sets PYTHONDONTWRITEBYTECODE=1,
-# see `bytecode`): a fresh install took 29 s against pip's 82 s, both without a cache
-# (2026-12-07). PyTorch's CPU wheel comes from the wheels folder pip's configuration names,
-# so pip installs it.
-INSTALL := $(VENV)/bin/uv pip install -q --compile-bytecode -p $(PY)
+# The installs, into .venv and .venv-oldest: uv (bootstrapped by pip; the dev extra lists it
+# too) with --compile-bytecode, since uv writes no bytecode by default and this machine's
+# environment sets PYTHONDONTWRITEBYTECODE=1 (see `bytecode`): without it each process compiled
+# TensorFlow's imports again (test-oldest: 425 s -> 395 s). A fresh install of .venv took 29 s
+# against pip's 82 s, both without a cache (2026-12-07). PyTorch's CPU wheel comes from the
+# wheels folder pip's configuration names, so pip installs it.
+UV_INSTALL := $(VENV)/bin/uv pip install -q --compile-bytecode
+INSTALL    := $(UV_INSTALL) -p $(PY)
 # PyTorch, installed into .venv for test-torch and test-slow (the CPU wheel where pip's config has one).
 TORCH       := torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
@@ -58,7 +60,8 @@ test: $(STAMP) bytecode
 # This machine's environment (CI's is a machine like it) sets PYTHONDONTWRITEBYTECODE=1: uv
 # (--compile-bytecode) writes the dependencies' bytecode as it installs them, but not an
 # editable install's, so every short process of the tests compiled the project's modules
-# again (all 209 files: ~1 s of CPU). Python still reads bytecode written here, and ignores it once a source changes.
+# again (all 209 files: ~1 s of CPU). Python still reads bytecode written here, and ignores
+# it once a source changes.
 bytecode: $(STAMP)
 	$(PY) -m compileall -q keras_attn_rnn experiments
 
@@ -114,9 +117,7 @@ test-oldest: $(STAMP)
 	rm -rf $(OLDEST)
 	$(VENV)/bin/uv venv -q -p $(PY) $(OLDEST)
 	$(PY) .ci/lower_bounds.py > $(OLDEST)/constraints.txt
-	# --compile-bytecode: uv writes none by default, and with PYTHONDONTWRITEBYTECODE=1 each
-	# process compiled TensorFlow's imports again (425 s -> 395 s for this target)
-	$(VENV)/bin/uv pip install -q --compile-bytecode -p $(OLDEST_PY) -c $(OLDEST)/constraints.txt \
+	$(UV_INSTALL) -p $(OLDEST_PY) -c $(OLDEST)/constraints.txt \
 		-e ".[experiments,plotting]" pytest pytest-xdist hypothesis
 	$(VENV)/bin/uv pip list -q -p $(OLDEST_PY) | grep -iE "^(keras|tensorflow|mlflow|numpy|pydantic|optuna|scikit-learn|psycopg|filelock) "
 	KERAS_BACKEND=tensorflow $(ONE_THREAD) $(OLDEST_PY) -m pytest -q -p no:cacheprovider -n 2 \
