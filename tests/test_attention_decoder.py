@@ -7,7 +7,7 @@ from helpers import assert_config_round_trip, save_and_reload_in_subprocess, to_
 from keras import ops
 from keras.backend import standardize_dtype
 
-from keras_attn_rnn import AttentionDecoder, scores
+from keras_attn_rnn import AttentionDecoder, _compilation, scores
 
 pytestmark = pytest.mark.layers
 
@@ -202,8 +202,12 @@ def test_step_state_is_tileable_and_loops():
     np.testing.assert_allclose(to_numpy(total), expected.sum(), rtol=1e-5)
 
 
-def test_fast_path_equals_calling_the_cell():
-    """LSTMCell / GRUCell maths re-done with hoisted inputs equal the cells' own call."""
+@pytest.mark.parametrize("fused", [False, True], ids=["op_by_op", "fused"])
+def test_fast_path_equals_calling_the_cell(fused, monkeypatch):
+    """LSTMCell / GRUCell maths re-done with hoisted inputs equal the cells' own call, in both
+    forms of the LSTM's step: the fed-back attention and `h` through two matmuls (op by op)
+    or one against the stacked kernel (under a fusing compiler)."""
+    monkeypatch.setattr(_compilation, "fuses_elementwise", lambda: fused)
     x, memory = data()
     for make in (
         lambda: keras.layers.LSTMCell(

@@ -5,6 +5,16 @@ here so that the `x_t` half of the input matmul (`x @ kernel[:d_in] + bias`)
 is applied to all steps at once before the loop; only the attention and
 recurrent halves stay inside it. Every other cell is called as is.
 
+The LSTM's two in-loop halves are one matmul of `concat(attention, h)` against
+the stacked kernel where a fusing compiler runs (`_compilation.fuses_elementwise()`:
+JAX, XLA), and two matmuls op by op (TensorFlow's graph mode, eager): there the
+`h @ recurrent_kernel` of a step can start as soon as the step before has its
+`h`, on the second inter-op thread, while that step's attention is still being
+formed. Measured on a 2-core AVX-512 CPU (docs/results/benchmarks.md): in TF
+graph mode two matmuls took 0.93-0.97 of one's time per `Seq2Seq` training
+step and 0.93-0.94 at `decoder_vs_tfa`'s shapes; under JAX 1.03-1.04, under
+TensorFlow's XLA 1.00.
+
 `cell_maths(cell, kind, input_dim, input_feeding)` returns an object with
 `project_inputs(x)` (before the loop), `weights()` (per-step weights,
 prepared once per sequence) and `step(x, cell_state, attention, weights,
@@ -14,6 +24,7 @@ training) -> (cell_output, new_cell_state)`.
 import keras
 from keras import ops, tree
 
+from keras_attn_rnn import _compilation
 from keras_attn_rnn.layers import _common
 
 
@@ -74,15 +85,21 @@ class _HoistedInputs(_CellCall):
 class _LSTMMaths(_HoistedInputs):
     def weights(self):
         recurrent = self._cast(self.cell.recurrent_kernel)
-        if self.input_feeding:  # one matmul of concat(attention, h) per step
+        if not self.input_feeding:
+            return {"kernel": recurrent}
+        if _compilation.fuses_elementwise():  # one matmul of concat(attention, h) per step
             return {"kernel": ops.concatenate([self._feed_kernel(), recurrent], axis=0)}
-        return {"kernel": recurrent}
+        # op by op, two: `h @ recurrent` runs beside the attention of the step before
+        return {"kernel": recurrent, "feed": self._feed_kernel()}
 
     def step(self, x, cell_state, attention, weights, training):
         cell = self.cell
         h, c = cell_state
-        hidden = ops.concatenate([attention, h], axis=-1) if self.input_feeding else h
-        z = x + ops.matmul(hidden, weights["kernel"])
+        if "feed" in weights:
+            z = x + ops.matmul(h, weights["kernel"]) + ops.matmul(attention, weights["feed"])
+        else:
+            hidden = ops.concatenate([attention, h], axis=-1) if self.input_feeding else h
+            z = x + ops.matmul(hidden, weights["kernel"])
         z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
         c = cell.recurrent_activation(z_f) * c + cell.recurrent_activation(z_i) * cell.activation(
             z_c

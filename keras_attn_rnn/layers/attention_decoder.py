@@ -41,9 +41,11 @@ class AttentionDecoder(keras.layers.Layer):
     computed once per sequence. For a plain `LSTMCell` or `GRUCell` without
     dropout the `x_t` half of the cell's input matmul (and its bias) is
     applied to all steps at once before the loop, and its gradient is one
-    matmul after it; with an LSTM the fed-back attention and the recurrent
-    state go through one matmul per step (`concat(attention_{t-1}, h_{t-1})`
-    against the stacked kernel); every other cell is called as is. With an
+    matmul after it. With an LSTM, under a fusing compiler (JAX, XLA) the
+    fed-back attention and the recurrent state go through one matmul per step
+    (`concat(attention_{t-1}, h_{t-1})` against the stacked kernel); op by op
+    (TensorFlow's graph mode) through two, so that `h_{t-1}`'s runs beside the
+    attention of the step before. Every other cell is called as is. With an
     inputs mask only the state is selected per step; the outputs and
     alignments of padded steps are zeroed once, after the loop. The additive
     score's gradient recomputes its `tanh` instead of keeping a `(B, S, U)`
