@@ -11,9 +11,9 @@ JAX, XLA), and two matmuls op by op (TensorFlow's graph mode, eager): there the
 `h @ recurrent_kernel` of a step can start as soon as the step before has its
 `h`, on the second inter-op thread, while that step's attention is still being
 formed. Measured on a 2-core AVX-512 CPU (docs/results/benchmarks.md): in TF
-graph mode two matmuls took 0.93-0.97 of one's time per `Seq2Seq` training
+graph mode two matmuls took 0.93-0.99 of one's time per `Seq2Seq` training
 step and 0.93-0.94 at `decoder_vs_tfa`'s shapes; under JAX 1.03-1.04, under
-TensorFlow's XLA 1.00.
+TensorFlow's XLA 0.98-1.00, in PyTorch eager within its noise.
 
 `cell_maths(cell, kind, input_dim, input_feeding)` returns an object with
 `project_inputs(x)` (before the loop), `weights()` (per-step weights,
