@@ -44,8 +44,9 @@ class AttentionDecoder(keras.layers.Layer):
     matmul after it. With an LSTM, under a fusing compiler (JAX, XLA) the
     fed-back attention and the recurrent state go through one matmul per step
     (`concat(attention_{t-1}, h_{t-1})` against the stacked kernel); op by op
-    (TensorFlow's graph mode) through two, so that `h_{t-1}`'s runs beside the
-    attention of the step before. Every other cell is called as is. With an
+    (TensorFlow's graph mode and eager, PyTorch eager) through two, so that
+    `h_{t-1}`'s runs beside the attention of the step before. Every other
+    cell is called as is. With an
     inputs mask only the state is selected per step; the outputs and
     alignments of padded steps are zeroed once, after the loop. The additive
     score's gradient recomputes its `tanh` instead of keeping a `(B, S, U)`
