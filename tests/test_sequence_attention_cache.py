@@ -118,6 +118,10 @@ def test_cache_errors():
         layer(x, cache={"keys": x})
     with pytest.raises(ValueError, match=r"needs cache_update_index.*Received: cache_update_index"):
         layer(x, cache=layer.init_cache(x), use_causal_mask=True)
+    step = x[:, :1]
+    for index in (2, -1):  # the cache holds positions 0 and 1
+        with pytest.raises(ValueError, match=rf"an int in \[0, 1\].*cache_update_index={index}"):
+            layer([step, step], cache=layer.init_cache(x), cache_update_index=index)
 
 
 def test_a_cache_whose_keys_are_its_values_holds_them_once():

@@ -300,6 +300,7 @@ class SequenceAttention(keras.layers.Layer):
                     "[query, value] without a key, or build the cache with "
                     "init_cache(value, key). Received: inputs=[query, value, key]"
                 )
+            _check_index_fits(index, ops.shape(value)[1], ops.shape(values)[1])
             offset = index
             values = _write(values, value, index)
             keys = values if shared else _write(keys, self.score_layer.prepare_keys(key), index)
@@ -344,22 +345,39 @@ class SequenceAttention(keras.layers.Layer):
         }
 
 
+def _check_index_fits(index, steps, length):
+    """Raises when a Python int `cache_update_index` puts the `steps` new positions past
+    the cache's `length` (a tensor index is the caller's to keep in range)."""
+    if not isinstance(index, int) or not isinstance(length, int):
+        return
+    if isinstance(steps, int) and not 0 <= index <= length - steps:
+        raise ValueError(
+            f"cache_update_index must place the {steps} new position(s) inside the cache of "
+            f"{length} positions: an int in [0, {length - steps}]. "
+            f"Received: cache_update_index={index}"
+        )
+
+
 def _write(cache, update, index):
     """`cache` `(B, L, d)` with `update` `(B, T, d)` written at positions `index + t`.
 
-    `index` is an int or a `(B,)` tensor (a position per row). One `where` over
-    the cache: a decoding step (`T == 1`) broadcasts its update, longer
-    updates are gathered to the positions they land on.
+    `index` is an int or a `(B,)` tensor (a position per row), each write
+    inside the cache. A decoding step (`T == 1`) is a scatter of its `B`
+    rows: on TensorFlow it writes into the cache's buffer where nothing else
+    holds it (a beam search's freshly reordered cache) instead of rewriting
+    all `B * L * d` entries (a `where` over the cache cost TensorFlow's greedy
+    and beam generation 16-20 %, docs/results/benchmarks.md). Longer updates are one
+    `where` over the cache, each update gathered to the positions it lands on.
     """
     batch, length, steps = ops.shape(cache)[0], ops.shape(cache)[1], ops.shape(update)[1]
     index = ops.broadcast_to(ops.reshape(ops.cast(index, "int32"), (-1, 1)), (batch, 1))
-    offset = ops.arange(length, dtype="int32")[None, :] - index  # (B, L): position - index
-    hit = ops.logical_and(ops.greater_equal(offset, 0), ops.less(offset, steps))
     update = ops.cast(update, cache.dtype)
     if isinstance(steps, int) and steps == 1:
-        written = update  # (B, 1, d) broadcasts over L
-    else:
-        source = ops.expand_dims(ops.clip(offset, 0, steps - 1), -1)
-        source = ops.broadcast_to(source, (batch, length, ops.shape(update)[2]))
-        written = ops.take_along_axis(update, source, axis=1)
+        rows = ops.expand_dims(ops.arange(batch, dtype="int32"), 1)
+        return ops.scatter_update(cache, ops.concatenate([rows, index], axis=1), update[:, 0])
+    offset = ops.arange(length, dtype="int32")[None, :] - index  # (B, L): position - index
+    hit = ops.logical_and(ops.greater_equal(offset, 0), ops.less(offset, steps))
+    source = ops.expand_dims(ops.clip(offset, 0, steps - 1), -1)
+    source = ops.broadcast_to(source, (batch, length, ops.shape(update)[2]))
+    written = ops.take_along_axis(update, source, axis=1)
     return ops.where(ops.expand_dims(hit, -1), written, cache)
