@@ -41,7 +41,8 @@ class SequenceAttention(keras.layers.Layer):
         - cache_update_index: where the new positions' keys and values are
               written into the cache: an int, or a `(B,)` tensor (one position
               per row); it is also the absolute position of the first query
-              for the causal and window masks.
+              for the causal and window masks. The new positions must lie
+              inside the cache (an int that puts them past it is refused).
         - inputs_mask: the same as `mask`; Keras fills it from the inputs'
               masks when a `cache` is passed too (`mask` wins).
 
