@@ -366,9 +366,10 @@ def _write(cache, update, index):
     inside the cache. A decoding step (`T == 1`) is a scatter of its `B`
     rows: on TensorFlow it writes into the cache's buffer where nothing else
     holds it (a beam search's freshly reordered cache) instead of rewriting
-    all `B * L * d` entries (a `where` over the cache cost TensorFlow's greedy
-    and beam generation 16-20 %, docs/results/benchmarks.md). Longer updates are one
-    `where` over the cache, each update gathered to the positions it lands on.
+    all `B * L * d` entries (on TensorFlow such a `where` took 16-23 % of a
+    beam search's time and 4-21 % of greedy decoding's, docs/results/benchmarks.md).
+    Longer updates are one `where` over the cache, each update gathered to the
+    positions it lands on.
     """
     batch, length, steps = ops.shape(cache)[0], ops.shape(cache)[1], ops.shape(update)[1]
     index = ops.broadcast_to(ops.reshape(ops.cast(index, "int32"), (-1, 1)), (batch, 1))
