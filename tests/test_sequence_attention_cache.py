@@ -122,6 +122,10 @@ def test_cache_errors():
     for index in (2, -1):  # the cache holds positions 0 and 1
         with pytest.raises(ValueError, match=rf"an int in \[0, 1\].*cache_update_index={index}"):
             layer([step, step], cache=layer.init_cache(x), cache_update_index=index)
+    # The last position is inside: written, the other left as it was.
+    _, cache = layer([step + 1, step + 1], cache=layer.init_cache(x), cache_update_index=1)
+    np.testing.assert_array_equal(to_numpy(cache["values"])[:, 1], (step + 1)[:, 0])
+    np.testing.assert_array_equal(to_numpy(cache["values"])[:, 0], x[:, 0])
 
 
 def test_a_cache_whose_keys_are_its_values_holds_them_once():
