@@ -13,12 +13,12 @@ Prints one JSON line: median seconds of each, the medians of the per-round ratio
 import argparse
 import json
 import statistics
-import time
 
 import keras
 import numpy as np
 from keras import ops
 
+from experiments.bench import timing
 from experiments.bench.cases import generation
 from experiments.bench.cases.common import Options
 from keras_attn_rnn import samplers
@@ -59,9 +59,7 @@ def main():
         order = list(runs) if round_index % 2 == 0 else list(runs)[::-1]
         for name in order:
             for kind in ("beam", "greedy"):
-                start = time.perf_counter()
-                runs[name][kind]()
-                times[name][kind].append(time.perf_counter() - start)
+                times[name][kind].append(timing.clock(runs[name][kind]))
 
     def ratio(kind):
         pairs = zip(times["scatter"][kind], times["where"][kind])
